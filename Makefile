@@ -1,0 +1,42 @@
+# Run It Twice: every command a learner or an instructor needs. `make` alone lists them.
+# The first `make lab` or `make check` builds .venv from requirements.txt (Python 3.11+).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+OUT    ?= grades
+
+.DEFAULT_GOAL := help
+.PHONY: help lab check progress lint format clean
+
+help: ## List the commands (this page)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Run It Twice needs Python 3.11 or newer; this is " + sys.version.split()[0] + ". Try: make PYTHON=python3.11 ...")'
+	@echo "Setting up $(VENV) from requirements.txt (first run only; about a minute)..."
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $(STAMP)
+
+lab: $(STAMP) ## Open JupyterLab on the first notebook
+	@$(PY) -m workbook lab
+
+check: $(STAMP) ## Run every test (SUBMISSIONS=dir grades a class into OUT=grades/)
+	@$(PY) -m workbook.checkrun $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)" --out "$(OUT)")
+
+progress: $(STAMP) ## Show how many checks of each build pass, and what to do next
+	@$(PY) -m workbook progress
+
+lint: $(STAMP) ## Lint and type-check (ruff, ruff format --check, mypy)
+	@$(PY) -m workbook.checkrun --only lint
+
+format: $(STAMP) ## Reformat code and notebooks with ruff
+	@$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
+
+clean: ## Remove the venv, caches and generated outputs
+	rm -rf $(VENV) build grades artifacts release *.egg-info .pytest_cache .ruff_cache .mypy_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +

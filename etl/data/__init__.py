@@ -1,0 +1,26 @@
+"""The shipped fixture data: 300 generated launches in Launch Library 2's shape."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from etl.rows import Launch
+
+
+@cache
+def _raw() -> tuple[dict[str, Any], ...]:
+    text = resources.files(__name__).joinpath("launches.json").read_text(encoding="utf-8")
+    return tuple(json.loads(text))
+
+
+def launch_results() -> list[dict[str, Any]]:
+    """The fixture launches as Launch Library 2 ``results`` entries (fresh copies)."""
+    return json.loads(json.dumps(_raw()))
+
+
+def launches() -> list[Launch]:
+    """The fixture launches as rows, in launch order."""
+    return [Launch.from_api(result) for result in _raw()]

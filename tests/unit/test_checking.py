@@ -1,0 +1,127 @@
+"""The self-check machinery: per-check status, Exercism-style messages, virtual time."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from workbook import run, run_timed
+from workbook.checking import CheckFailure, Checks, expect_equal, expect_raises
+from workbook.selfcheck import render
+from workbook.vtime import VirtualDeadlineExceeded
+
+CHECKS = Checks("99")
+
+
+@CHECKS.add(step="double")
+def doubles_numbers(ns: Any) -> None:
+    expect_equal("double(2)", ns.double(2), 4)
+
+
+@CHECKS.add(step="double")
+def rejects_strings(ns: Any) -> None:
+    expect_raises(TypeError, "double('a')", lambda: ns.double("a"))
+
+
+@CHECKS.add(step="wait")
+async def waits_five_seconds(ns: Any) -> None:
+    start = asyncio.get_running_loop().time()
+    await ns.wait()
+    elapsed = asyncio.get_running_loop().time() - start
+    expect_equal("await wait() (virtual seconds)", elapsed, 5.0)
+
+
+def statuses(ns: Any, *names: str) -> dict[str, str]:
+    return {r.name: r.status for r in CHECKS.run(ns, *names)}
+
+
+def test_pass_fail_and_messages() -> None:
+    """A wrong answer fails with the call, what came back and what was expected."""
+    ns = SimpleNamespace(double=lambda x: x + 2)
+    results = {r.name: r for r in CHECKS.run(ns, "double")}
+    assert results["doubles_numbers"].passed
+    wrong = SimpleNamespace(double=lambda x: x * 3)
+    failed = CHECKS.run(wrong, "doubles_numbers")[0]
+    assert failed.status == "failed"
+    assert failed.message.splitlines() == [
+        "called:   double(2)",
+        "got:      6",
+        "expected: 4",
+    ]
+
+
+def test_stub_is_not_done_not_an_error() -> None:
+    def stub(x: int) -> int:
+        raise NotImplementedError("write double() first")
+
+    result = CHECKS.run(SimpleNamespace(double=stub), "doubles_numbers")[0]
+    assert (result.status, result.message) == ("not done", "not done yet: write double() first")
+
+
+def test_missing_name_says_which() -> None:
+    result = CHECKS.run(SimpleNamespace(), "doubles_numbers")[0]
+    assert result.status == "not done" and "`double` is not defined yet" in result.message
+
+
+def test_exact_type_is_required() -> None:
+    """4.0 is not 4: the expected type is part of the answer."""
+    result = CHECKS.run(SimpleNamespace(double=lambda x: x * 2.0), "doubles_numbers")[0]
+    assert result.status == "failed" and "got:      4.0" in result.message
+
+
+def test_unexpected_exception_is_one_line_error() -> None:
+    result = CHECKS.run(SimpleNamespace(double=lambda x: {}[x]), "doubles_numbers")[0]
+    assert result.status == "error" and result.message.startswith("raised KeyError: 2")
+
+
+def test_async_check_runs_on_virtual_time() -> None:
+    async def wait() -> None:
+        await asyncio.sleep(5)
+
+    start = time.perf_counter()
+    assert statuses(SimpleNamespace(wait=wait), "wait") == {"waits_five_seconds": "passed"}
+    assert time.perf_counter() - start < 0.5
+
+
+def test_async_check_that_never_ends_is_stopped() -> None:
+    async def forever() -> None:
+        while True:
+            await asyncio.sleep(1)
+
+    result = CHECKS.run(SimpleNamespace(wait=forever), "wait")[0]
+    assert result.status == "failed" and "never finished" in result.message
+
+
+def test_unknown_step_is_named() -> None:
+    with pytest.raises(KeyError, match="nope"):
+        CHECKS.select("nope")
+
+
+def test_render_ends_with_the_next_hint() -> None:
+    results = CHECKS.run(SimpleNamespace(double=lambda x: x * 3), "double")
+    text = render(results, {"doubles_numbers": "Multiply by two."}, "Self-check:")
+    assert text.splitlines()[-1] == "0 of 2 checks pass. Next: Multiply by two."
+
+
+def test_virtual_time_inside_a_running_loop() -> None:
+    """Inside a kernel's loop `run` still works: it drives a virtual loop in a thread."""
+
+    async def in_kernel() -> float:
+        timed = run_timed(asyncio.sleep(3600, result="late"))
+        assert timed.value == "late"
+        return timed.elapsed
+
+    assert asyncio.run(in_kernel()) == 3600
+
+
+def test_virtual_deadline() -> None:
+    with pytest.raises(VirtualDeadlineExceeded, match="10 s of virtual time"):
+        run(asyncio.sleep(11), deadline=10)
+
+
+def test_failure_text() -> None:
+    assert str(CheckFailure("f()", "1", "2", "note")).endswith("expected: 2\nnote")

@@ -1,0 +1,55 @@
+"""Command line: ``python -m workbook export NB [-o FILE]``, ``progress``, ``first``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from workbook.errors import WorkbookError
+from workbook.export import export_source
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workbook")
+    commands = parser.add_subparsers(dest="command", required=True)
+    export = commands.add_parser("export", help="write a notebook's setup and answer cells")
+    export.add_argument("notebook", type=Path)
+    export.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
+    commands.add_parser("progress", help="how far along the arc you are, and what is next")
+    commands.add_parser("first", help="print the first notebook of the arc that exists")
+    commands.add_parser("lab", help="open JupyterLab on the first notebook of the arc")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "export":
+            text = export_source(args.notebook)
+            if args.output:
+                args.output.write_text(text, encoding="utf-8")
+            else:
+                sys.stdout.write(text)
+            return 0
+        if args.command == "progress":
+            from workbook.progress import main as progress
+
+            return progress()
+        if args.command == "lab":
+            from workbook.lab import main as lab
+
+            return lab()
+        if args.command == "first":
+            from workbook.manifest import load_manifest
+
+            entry = load_manifest().first_existing()
+            if entry is None:
+                print("no notebook of the manifest exists yet", file=sys.stderr)
+                return 1
+            print(entry.path)
+            return 0
+    except WorkbookError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

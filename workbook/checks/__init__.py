@@ -1,0 +1,1 @@
+"""Visible checks, one module per build (``buildNN``), each exposing ``CHECKS``."""

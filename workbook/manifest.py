@@ -1,0 +1,138 @@
+"""The manifest, `workbook.toml`: the arc's order, each notebook's kind and title, and each
+graded test's points and hint (rustlings' `info.toml`, for notebooks).
+
+Reading it twice gives equal objects; nothing here touches the notebooks themselves.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from workbook.errors import ManifestError
+
+Kind = Literal["concept", "build", "quiz"]
+KINDS: tuple[Kind, ...] = ("concept", "build", "quiz")
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """One graded test: its bare name (no ``test_``), points, hint, and whether learners see it."""
+
+    name: str
+    points: int
+    hint: str
+    visible: bool = False
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One notebook of the arc."""
+
+    number: str
+    kind: Kind
+    title: str
+    path: str
+    """The notebook a learner opens, relative to the repo root."""
+    outcome: str
+    """What a learner can do after it (the README's arc table shows this)."""
+    solution: str | None = None
+    tests: tuple[TestSpec, ...] = ()
+
+    @property
+    def graded(self) -> bool:
+        return bool(self.tests)
+
+    @property
+    def max_points(self) -> int:
+        return sum(t.points for t in self.tests)
+
+    def test(self, name: str) -> TestSpec:
+        for spec in self.tests:
+            if spec.name == name:
+                return spec
+        raise ManifestError(f"notebook {self.number} has no test named {name!r}")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    root: Path
+    entries: tuple[Entry, ...] = field(default_factory=tuple)
+
+    def entry(self, number: str) -> Entry:
+        for entry in self.entries:
+            if entry.number == number:
+                return entry
+        known = ", ".join(e.number for e in self.entries)
+        raise ManifestError(f"no notebook {number!r} in the manifest (it has {known})")
+
+    @property
+    def builds(self) -> tuple[Entry, ...]:
+        return tuple(e for e in self.entries if e.kind == "build")
+
+    @property
+    def graded(self) -> tuple[Entry, ...]:
+        return tuple(e for e in self.entries if e.graded)
+
+    def first_existing(self) -> Entry | None:
+        """The first notebook of the arc that is on disk (what `make lab` opens)."""
+        for entry in self.entries:
+            if (self.root / entry.path).exists():
+                return entry
+        return None
+
+
+def repo_root() -> Path:
+    """The folder holding `workbook.toml` (this package is installed from there, editable)."""
+    return Path(__file__).resolve().parent.parent
+
+
+@cache
+def load_manifest(path: Path | None = None) -> Manifest:
+    """Parse `workbook.toml`. Raises `ManifestError` with the file and the offending entry."""
+    path = path or repo_root() / "workbook.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ManifestError(f"{path}: no manifest here") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{path}: not valid TOML: {exc}") from None
+    entries = []
+    numbers = set()
+    for i, raw in enumerate(data.get("notebook", []), start=1):
+        where = f"{path.name}: notebook #{i}"
+        try:
+            kind = raw["kind"]
+            if kind not in KINDS:
+                raise ManifestError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
+            tests = tuple(
+                TestSpec(
+                    name=t["name"],
+                    points=int(t["points"]),
+                    hint=t["hint"],
+                    visible=bool(t.get("visible", False)),
+                )
+                for t in raw.get("test", [])
+            )
+            entry = Entry(
+                number=str(raw["number"]),
+                kind=kind,
+                title=raw["title"],
+                path=raw["path"],
+                outcome=raw["outcome"],
+                solution=raw.get("solution"),
+                tests=tests,
+            )
+        except KeyError as exc:
+            raise ManifestError(f"{where}: missing key {exc}") from None
+        if entry.number in numbers:
+            raise ManifestError(f"{where}: number {entry.number} appears twice")
+        names = [t.name for t in tests]
+        if len(set(names)) != len(names):
+            raise ManifestError(f"{where}: a test name appears twice")
+        numbers.add(entry.number)
+        entries.append(entry)
+    return Manifest(root=path.parent, entries=tuple(entries))

@@ -1,0 +1,60 @@
+"""The self-check cell of a build notebook: ``selfcheck("03", "content_id")``.
+
+Runs the named checks (or every check of a step) against the names defined in the kernel
+and prints, per check, pass or fail with the call, what came back and what was expected,
+then the hint for the first check still failing. Running it again re-runs the checks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from workbook.checking import Checks, Result, namespace
+from workbook.manifest import load_manifest
+
+MARKS = {"passed": "✓", "failed": "✗", "not done": "·", "error": "✗"}
+
+
+def checks_for(build: str) -> Checks:
+    """The visible checks of a build (``workbook.checks.buildNN``)."""
+    module = importlib.import_module(f"workbook.checks.build{build}")
+    checks: Checks = module.CHECKS
+    return checks
+
+
+def hints_for(build: str) -> dict[str, str]:
+    try:
+        entry = load_manifest().entry(build)
+    except Exception:
+        return {}
+    return {t.name: t.hint for t in entry.tests}
+
+
+def render(results: Sequence[Result], hints: dict[str, str], title: str) -> str:
+    lines = [title]
+    for r in results:
+        lines.append(f"  {MARKS[r.status]} {r.name}" + ("" if r.passed else f"  [{r.status}]"))
+        for text in r.message.splitlines():
+            lines.append(f"      {text}")
+    passed = sum(r.passed for r in results)
+    summary = f"{passed} of {len(results)} checks pass."
+    todo = next((r for r in results if not r.passed), None)
+    if todo is None:
+        summary += " This step is done: on to the next one."
+    elif todo.name in hints:
+        summary += f" Next: {hints[todo.name]}"
+    lines.append(summary)
+    return "\n".join(lines)
+
+
+def selfcheck(build: str, *names_or_steps: str, ns: Any = None) -> list[Result]:
+    """Run checks of `build` against the caller's globals (or `ns`) and print the report."""
+    if ns is None:
+        ns = namespace(sys._getframe(1).f_globals)
+    results = checks_for(build).run(ns, *names_or_steps)
+    which = ", ".join(names_or_steps) if names_or_steps else "all steps"
+    print(render(results, hints_for(build), f"Self-check, build {build} ({which}):"))
+    return results
