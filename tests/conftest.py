@@ -40,8 +40,9 @@ def make_notebook(tmp_path: Path) -> NotebookFactory:
                 }
             )
         path = tmp_path / name
-        path.write_text(json.dumps({"cells": out, "metadata": {}, "nbformat": 4,
-                                    "nbformat_minor": 5}))
+        path.write_text(
+            json.dumps({"cells": out, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+        )
         return path
 
     return make

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Literal
@@ -112,7 +112,7 @@ class Checks:
 
         return register
 
-    def __iter__(self) -> Iterable[Check]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[Check]:
         return iter(self._checks.values())
 
     @property
@@ -161,7 +161,9 @@ def run_check(check: Check, ns: Any) -> Result:
         return result("failed", f"it never finished: {exc} (does the loop ever stop?)")
     except AttributeError as exc:
         if getattr(exc, "obj", None) is ns:
-            return result("not done", f"`{exc.name}` is not defined yet: run the cell that defines it")
+            return result(
+                "not done", f"`{exc.name}` is not defined yet: run the cell that defines it"
+            )
         return result("error", _describe_error(exc))
     except Exception as exc:
         return result("error", _describe_error(exc))
@@ -184,4 +186,3 @@ def _describe_error(exc: BaseException) -> str:
 def namespace(values: dict[str, Any]) -> SimpleNamespace:
     """A namespace over a notebook's globals, for checks written as ``ns.content_id(...)``."""
     return SimpleNamespace(**values)
-

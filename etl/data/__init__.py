@@ -18,7 +18,8 @@ def _raw() -> tuple[dict[str, Any], ...]:
 
 def launch_results() -> list[dict[str, Any]]:
     """The fixture launches as Launch Library 2 ``results`` entries (fresh copies)."""
-    return json.loads(json.dumps(_raw()))
+    copies: list[dict[str, Any]] = json.loads(json.dumps(_raw()))
+    return copies
 
 
 def launches() -> list[Launch]:
