@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 OUT    ?= grades
 
 .DEFAULT_GOAL := help
-.PHONY: help lab check progress lint format clean
+.PHONY: help lab check progress reset lint format clean release
 
 help: ## List the commands (this page)
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -30,6 +30,9 @@ check: $(STAMP) ## Run every test (SUBMISSIONS=dir grades a class into OUT=grade
 progress: $(STAMP) ## Show how many checks of each build pass, and what to do next
 	@$(PY) -m workbook progress
 
+reset: $(STAMP) ## Restore one build's stubs, keeping a backup of yours (BUILD=03)
+	@$(PY) -m workbook reset $(BUILD)
+
 lint: $(STAMP) ## Lint and type-check (ruff, ruff format --check, mypy)
 	@$(PY) -m workbook.checkrun --only lint
 
@@ -40,3 +43,7 @@ clean: ## Remove the venv, caches and generated outputs
 	rm -rf $(VENV) build grades artifacts release *.egg-info .pytest_cache .ruff_cache .mypy_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
+
+# ---- instructor only: `make release` drops everything from this line on ----
+release: $(STAMP) ## Build the learner copy into OUT=release/ and prove nothing leaked
+	@$(PY) -m workbook.release --out "$(if $(filter command line,$(origin OUT)),$(OUT),release)"

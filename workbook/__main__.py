@@ -19,6 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("progress", help="how far along the arc you are, and what is next")
     commands.add_parser("first", help="print the first notebook of the arc that exists")
     commands.add_parser("lab", help="open JupyterLab on the first notebook of the arc")
+    reset_cmd = commands.add_parser("reset", help="restore a build's stubs (yours are backed up)")
+    reset_cmd.add_argument("build", nargs="?", help="the build's number, e.g. 03")
     args = parser.parse_args(argv)
     try:
         if args.command == "export":
@@ -36,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
             from workbook.lab import main as lab
 
             return lab()
+        if args.command == "reset":
+            from workbook.reset import reset
+
+            return reset(args.build)
         if args.command == "first":
             from workbook.manifest import load_manifest
 

@@ -64,6 +64,18 @@ def instructor_parts() -> list[Part]:
     ]
 
 
+def learner_parts() -> list[Part]:
+    """The learner copy: your builds against the visible tests, every notebook runs, progress."""
+    return [
+        Part("visible tests (your builds)", (pytest("tests/visible"),)),
+        Part(
+            "notebooks run without errors (nbval lax)",
+            (pytest("--nbval-lax", "notebooks", "exercises"),),
+        ),
+        Part("progress", ((sys.executable, "-m", "workbook", "progress"),)),
+    ]
+
+
 def run(parts: list[Part], only: str | None) -> int:
     rows: list[tuple[str, str, float]] = []
     for part in parts:
@@ -106,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.submissions:
         print("Class grading (SUBMISSIONS=dir) is not built yet: see the issue on class grading.")
         return 2
-    return run(instructor_parts(), args.only)
+    instructor = (ROOT / "solutions").exists()
+    return run(instructor_parts() if instructor else learner_parts(), args.only)
 
 
 if __name__ == "__main__":
