@@ -1,0 +1,436 @@
+"""The fixture Launch Library 2 server: pages, every scripted fault, the request log, and the
+same app served in-process (virtual time) and over real HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+import pytest
+
+import etl
+from etl.server import (
+    DEFAULT_LIMIT,
+    LAUNCHES_PATH,
+    MAX_LIMIT,
+    BackgroundServer,
+    Fault,
+    FaultPlan,
+    FixtureApp,
+    RetryAt,
+    http_date,
+    in_process_client,
+    serve_in_background,
+)
+
+FROZEN = datetime(2024, 3, 1, 12, 0, 0, tzinfo=UTC)
+PAGE = "http://fixture/2.3.0/launches/"
+
+
+def frozen() -> datetime:
+    return FROZEN
+
+
+async def get(app: FixtureApp, query: str = "", **kwargs: Any) -> httpx.Response:
+    async with in_process_client(app, **kwargs) as client:
+        return await client.get(LAUNCHES_PATH + query)
+
+
+async def get_all(app: FixtureApp, *queries: str) -> list[httpx.Response]:
+    async with in_process_client(app) as client:
+        return [await client.get(LAUNCHES_PATH + query) for query in queries]
+
+
+# --- pagination ---------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_walking_next_links_yields_every_launch_once_in_order() -> None:
+    app = FixtureApp()
+    seen: list[dict[str, Any]] = []
+    async with in_process_client(app) as client:
+        url: str | None = PAGE + "?limit=70"
+        while url is not None:
+            page = (await client.get(url)).json()
+            assert page["count"] == 300
+            seen.extend(page["results"])
+            url = page["next"]
+    assert seen == etl.launch_results()
+    assert [entry.offset for entry in app.log] == [0, 70, 140, 210, 280]
+
+
+@pytest.mark.asyncio
+async def test_links_are_absolute_and_null_at_the_ends() -> None:
+    first, second, last = await get_all(
+        FixtureApp(), "?limit=10", "?limit=10&offset=10", "?limit=10&offset=290"
+    )
+    assert first.json()["previous"] is None
+    assert first.json()["next"] == PAGE + "?limit=10&offset=10"
+    # Like Django REST framework, the link back to the first page carries no offset.
+    assert second.json()["previous"] == PAGE + "?limit=10"
+    assert last.json()["next"] is None
+    assert last.json()["previous"] == PAGE + "?limit=10&offset=280"
+    assert len(last.json()["results"]) == 10
+
+
+@pytest.mark.asyncio
+async def test_previous_from_an_unaligned_offset_never_goes_below_zero() -> None:
+    page = (await get(FixtureApp(), "?limit=10&offset=5")).json()
+    assert page["previous"] == PAGE + "?limit=10"
+    assert page["next"] == PAGE + "?limit=10&offset=15"
+
+
+@pytest.mark.asyncio
+async def test_links_use_the_host_the_client_asked_for_and_keep_other_params() -> None:
+    app = FixtureApp()
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="https://ll.example:8443") as c:
+        page = (await c.get(LAUNCHES_PATH + "?mode=list&limit=5&offset=5")).json()
+    assert page["next"] == "https://ll.example:8443/2.3.0/launches/?mode=list&limit=5&offset=10"
+    assert page["previous"] == "https://ll.example:8443/2.3.0/launches/?mode=list&limit=5"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("query", "limit", "offset"),
+    [
+        ("", DEFAULT_LIMIT, 0),
+        ("?limit=1000", MAX_LIMIT, 0),
+        ("?limit=0&offset=-3", DEFAULT_LIMIT, 0),
+        ("?limit=ten&offset=x", DEFAULT_LIMIT, 0),
+        ("?limit=%C2%B2", DEFAULT_LIMIT, 0),  # '²' is a digit to str.isdigit, not to HTTP
+        ("?limit=3&offset=7", 3, 7),
+    ],
+)
+async def test_unusable_limits_and_offsets_fall_back_like_the_real_api(
+    query: str, limit: int, offset: int
+) -> None:
+    app = FixtureApp()
+    page = (await get(app, query)).json()
+    assert page["results"] == etl.launch_results()[offset : offset + limit]
+    assert (app.log[0].limit, app.log[0].offset) == (limit, offset)
+
+
+@pytest.mark.asyncio
+async def test_past_the_end_is_an_empty_page_not_an_error() -> None:
+    response = await get(FixtureApp(), "?limit=10&offset=300")
+    assert response.status_code == 200
+    assert response.json() == {
+        "count": 300,
+        "next": None,
+        "previous": PAGE + "?limit=10&offset=290",
+        "results": [],
+    }
+
+
+@pytest.mark.asyncio
+async def test_results_can_be_replaced_and_the_app_does_not_share_them() -> None:
+    mine = etl.launch_results()[:3]
+    app = FixtureApp(results=mine)
+    mine[0]["name"] = "changed after the app was built"
+    page = (await get(app)).json()
+    assert page["count"] == 3
+    assert page["results"] == etl.launch_results()[:3]
+
+
+@pytest.mark.asyncio
+async def test_other_paths_and_methods() -> None:
+    app = FixtureApp()
+    async with in_process_client(app) as client:
+        index = await client.get("/")
+        slashless = await client.get("/2.3.0/launches?limit=1")
+        missing = await client.get("/2.3.0/agencies/")
+        post = await client.post(LAUNCHES_PATH, json={"id": "x"})
+    assert index.json() == {"launches": PAGE}
+    assert len(slashless.json()["results"]) == 1
+    assert missing.status_code == 404
+    assert (post.status_code, post.headers["allow"]) == (405, "GET")
+    assert [e.status for e in app.log] == [200, 200, 404, 405]
+    assert [e.offset for e in app.log] == [None, 0, None, None]
+
+
+# --- scripted faults ----------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_script_is_per_page_and_per_request_number() -> None:
+    app = FixtureApp({20: [None, Fault.unavailable(), None]})
+    responses = await get_all(
+        app, "?offset=20", "?offset=20", "?offset=0", "?offset=20", "?offset=20"
+    )
+    assert [r.status_code for r in responses] == [200, 503, 200, 200, 200]
+    assert [(e.offset, e.nth) for e in app.log] == [(20, 1), (20, 2), (0, 1), (20, 3), (20, 4)]
+    assert app.fetches(20) == 4 and app.fetches(0) == 1 and app.fetches(40) == 0
+
+
+@pytest.mark.asyncio
+async def test_a_single_fault_applies_to_every_request_a_permanent_4xx() -> None:
+    app = FixtureApp({10: Fault.error(404)})
+    responses = await get_all(app, "?offset=0", "?offset=10", "?offset=10", "?offset=10")
+    assert [r.status_code for r in responses] == [200, 404, 404, 404]
+    assert "retry-after" not in responses[1].headers
+
+
+@pytest.mark.asyncio
+async def test_503_with_and_without_retry_after() -> None:
+    app = FixtureApp({0: [Fault.unavailable(), Fault.unavailable(retry_after=7)]})
+    bare, told = await get_all(app, "", "")
+    assert bare.status_code == told.status_code == 503
+    assert "retry-after" not in bare.headers
+    assert told.headers["retry-after"] == "7"
+    assert bare.json() == {"detail": "Scripted fault: HTTP 503."}
+
+
+@pytest.mark.asyncio
+async def test_429_with_retry_after_as_delay_seconds() -> None:
+    response = await get(FixtureApp({0: [Fault.rate_limited(5)]}))
+    assert response.status_code == 429
+    assert response.headers["retry-after"] == "5"
+    assert response.json() == {"detail": "Request was throttled."}
+
+
+@pytest.mark.asyncio
+async def test_429_with_retry_after_as_an_http_date_counted_from_the_date_header() -> None:
+    clock_with_fraction = FROZEN + timedelta(microseconds=600_000)
+    app = FixtureApp({0: [Fault.rate_limited(RetryAt(5))]}, clock=lambda: clock_with_fraction)
+    response = await get(app)
+    assert response.headers["retry-after"] == "Fri, 01 Mar 2024 12:00:05 GMT"
+    assert response.headers["date"] == "Fri, 01 Mar 2024 12:00:00 GMT"
+    gap = parsedate_to_datetime(response.headers["retry-after"]) - parsedate_to_datetime(
+        response.headers["date"]
+    )
+    assert gap == timedelta(seconds=5)
+
+
+@pytest.mark.parametrize(
+    ("form", "text"),
+    [
+        ("imf", "Fri, 01 Mar 2024 12:00:05 GMT"),
+        ("rfc850", "Friday, 01-Mar-24 12:00:05 GMT"),
+        ("asctime", "Fri Mar  1 12:00:05 2024"),
+    ],
+)
+def test_the_three_http_date_forms(form: Any, text: str) -> None:
+    assert RetryAt(5, form).render(FROZEN) == text
+    parsed = parsedate_to_datetime(text)
+    # The asctime form carries no zone, so the standard library hands back a naive datetime.
+    assert parsed.replace(tzinfo=UTC) == FROZEN + timedelta(seconds=5)
+
+
+def test_http_date_refuses_a_naive_datetime() -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        http_date(datetime(2024, 3, 1))
+
+
+@pytest.mark.asyncio
+async def test_a_malformed_retry_after_goes_out_verbatim() -> None:
+    response = await get(FixtureApp({0: [Fault.rate_limited("soon")]}))
+    assert response.headers["retry-after"] == "soon"
+
+
+@pytest.mark.asyncio
+@pytest.mark.looptime
+async def test_a_hang_is_cut_short_only_by_asyncio_timeout() -> None:
+    app = FixtureApp({0: [Fault.hang()]})
+    loop = asyncio.get_running_loop()
+    async with in_process_client(app) as client:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(10):
+                await client.get(LAUNCHES_PATH)
+        assert loop.time() == pytest.approx(10)
+        retry = await client.get(LAUNCHES_PATH)
+    assert retry.status_code == 200
+    assert [(e.nth, e.status, e.fault) for e in app.log] == [(1, None, "hang"), (2, 200, None)]
+
+
+@pytest.mark.asyncio
+@pytest.mark.looptime
+async def test_asgi_transport_ignores_httpx_timeouts() -> None:
+    # The fact build 05 rests on: httpx's timeout=1 does not stop an in-process hang.
+    app = FixtureApp({0: [Fault.hang(3600)]})
+    loop = asyncio.get_running_loop()
+    response = await get(app, timeout=1)
+    assert response.status_code == 200
+    assert loop.time() == pytest.approx(3600)
+
+
+@pytest.mark.asyncio
+async def test_bad_json_is_a_200_that_does_not_parse() -> None:
+    response = await get(FixtureApp({0: [Fault.bad_json()]}))
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    with pytest.raises(json.JSONDecodeError):
+        response.json()
+
+
+@pytest.mark.asyncio
+async def test_a_revised_page_changes_one_launch_between_fetches() -> None:
+    app = FixtureApp({0: [None, Fault.revised()]})
+    first, second, third = (r.json()["results"] for r in await get_all(app, "", "", ""))
+    assert first == third == etl.launch_results()[:10]
+    assert second[1:] == first[1:]
+    assert second[0]["id"] == first[0]["id"]
+    assert {k for k in first[0] if first[0][k] != second[0][k]} == {"net"}
+    assert (first[0]["net"], second[0]["net"]) == ("2023-01-05T05:45:00Z", "2023-01-06T05:45:00Z")
+
+
+@pytest.mark.asyncio
+async def test_next_can_point_back_to_an_earlier_page() -> None:
+    app = FixtureApp({20: [Fault.next_to(0)]})
+    page = (await get(app, "?limit=10&offset=20")).json()
+    assert page["next"] == PAGE + "?limit=10"
+    assert page["results"] == etl.launch_results()[20:30]
+
+
+@pytest.mark.asyncio
+async def test_an_empty_last_page_by_pointing_the_last_next_at_the_end() -> None:
+    app = FixtureApp({290: [Fault.next_to(300)]})
+    pages = []
+    async with in_process_client(app) as client:
+        url: str | None = PAGE + "?limit=10&offset=280"
+        while url is not None:
+            pages.append((await client.get(url)).json())
+            url = pages[-1]["next"]
+    assert [len(p["results"]) for p in pages] == [10, 10, 0]
+
+
+def test_fault_specs_round_trip() -> None:
+    specs = [
+        "503", "503@5", "429@date:5", "429@rfc850:2", "429@asctime:1", "429@soon",
+        "hang", "hang@30", "badjson", "revised", "next@0", "404",
+    ]  # fmt: skip
+    assert [str(Fault.parse(spec)) for spec in specs] == specs
+    assert Fault.parse("ok") is None
+    assert Fault.parse("429@date:5") == Fault.rate_limited(RetryAt(5, "imf"))
+
+
+def test_plan_parse_and_describe() -> None:
+    plan = FaultPlan.parse(["20=ok,503@2", "40=*404", "0=hang"])
+    assert plan.describe() == ["0=hang", "20=ok,503@2", "40=*404"]
+    assert plan.fault_for(20, 1) is None
+    assert plan.fault_for(20, 2) == Fault.unavailable("2")
+    assert plan.fault_for(20, 3) is None
+    assert plan.fault_for(40, 99) == Fault.error(404)
+    assert plan.fault_for(60, 1) is None
+
+
+@pytest.mark.parametrize(
+    "bad", ["20", "x=503", "20=", "20=teapot", "20=hang@long", "20=*ok", "20=600", "20=next@-1"]
+)
+def test_plan_parse_rejects_nonsense(bad: str) -> None:
+    with pytest.raises(ValueError, match="bad fault"):
+        FaultPlan.parse([bad])
+
+
+def test_plan_rejects_an_offset_scripted_twice_and_non_faults() -> None:
+    with pytest.raises(ValueError, match="twice"):
+        FaultPlan.parse(["20=503", "20=429"])
+    with pytest.raises(TypeError):
+        FaultPlan({0: ["503"]})  # type: ignore[list-item]
+
+
+# --- the request log ----------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_the_log_records_every_request_and_reset_starts_the_script_again() -> None:
+    seen = []
+    app = FixtureApp({0: [Fault.unavailable(1)]}, on_request=seen.append)
+    await get_all(app, "?limit=5", "?limit=5")
+    assert [str(e) for e in app.log] == [
+        "  1 GET offset=0 (#1) -> 503 [503@1]",
+        "  2 GET offset=0 (#2) -> 200",
+    ]
+    assert seen == app.log
+    app.reset()
+    assert app.log == [] and app.fetches(0) == 0
+    assert (await get(app)).status_code == 503
+
+
+@pytest.mark.asyncio
+async def test_two_apps_with_the_same_script_answer_identically() -> None:
+    script = {0: [Fault.unavailable(1), None, Fault.revised()]}
+    runs = []
+    for _ in range(2):
+        responses = await get_all(FixtureApp(script, clock=frozen), "", "", "")
+        runs.append([(r.status_code, dict(r.headers), r.content) for r in responses])
+    assert runs[0] == runs[1]
+
+
+# --- over real HTTP -----------------------------------------------------------------------
+
+
+def test_served_over_real_http_on_127_0_0_1() -> None:
+    app = FixtureApp({10: [Fault.unavailable(3)]})
+    with serve_in_background(app) as server:
+        assert server.url.startswith("http://127.0.0.1:")
+        with httpx.Client(timeout=5) as client:
+            first = client.get(server.launches_url + "?limit=10")
+            failed = client.get(first.json()["next"])
+            second = client.get(first.json()["next"])
+    assert first.json()["next"] == server.launches_url + "?limit=10&offset=10"
+    assert (failed.status_code, failed.headers["retry-after"]) == (503, "3")
+    assert second.json()["results"] == etl.launch_results()[10:20]
+    assert [e.status for e in app.log] == [200, 503, 200]
+    assert not server.running
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(server.launches_url, timeout=1)
+
+
+def test_a_real_client_timeout_during_a_hang_leaves_no_answer_and_a_quick_stop() -> None:
+    app = FixtureApp({0: [Fault.hang()]})
+    server = BackgroundServer(app).start()
+    try:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.get(server.launches_url, timeout=0.1)
+        assert httpx.get(server.launches_url, timeout=5).status_code == 200
+    finally:
+        server.stop()
+        server.stop()  # a second stop is harmless
+    assert not server.running
+    assert [(e.nth, e.status) for e in app.log] == [(1, None), (2, 200)]
+
+
+def test_python_dash_m_etl_server_serves_until_interrupted() -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "etl.server", "--port", "0", "--fault", "0=503@2", "--launches",
+         "25"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline().strip()
+        assert banner.startswith("Serving 25 launches at http://127.0.0.1:")
+        url = banner.rsplit(" ", 1)[1]
+        assert proc.stdout.readline().strip() == "scripted: 0=503@2"
+        assert proc.stdout.readline().strip() == "Press Ctrl-C to stop."
+        assert httpx.get(url, timeout=5).status_code == 503
+        page = httpx.get(url, timeout=5).json()
+        assert (page["count"], page["next"]) == (25, url + "?limit=10&offset=10")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert out.splitlines() == [
+        "  1 GET offset=0 (#1) -> 503 [503@2]",
+        "  2 GET offset=0 (#2) -> 200",
+        "Stopped.",
+    ]
+
+
+def test_cli_rejects_a_bad_fault_spec() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "etl.server", "--fault", "0=teapot"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "bad fault '0=teapot'" in proc.stderr or "bad fault 'teapot'" in proc.stderr
