@@ -1,56 +1,142 @@
 """`make progress`: per build, how many visible checks pass, and the hint for what is next.
 
 It reads the learner's build notebooks through the export path, runs the visible checks,
-and changes nothing; running it twice prints the same thing.
+and changes nothing: running it twice on the same notebooks prints the same thing. Whatever
+the learner's cells print is kept out of the report, and a build whose code never returns is
+stopped after `BUILD_SECONDS` and reported as such instead of hanging the command.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-import time
+import io
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import FrameType
 
+from workbook.checking import Result
 from workbook.errors import WorkbookError
 from workbook.export import load
-from workbook.manifest import load_manifest
-from workbook.selfcheck import checks_for, hints_for
+from workbook.manifest import Entry, Manifest, load_manifest
+from workbook.selfcheck import MARKS, checks_for, hints_for
+
+#: Real seconds one build's loading and checks may take before it is reported as stuck.
+BUILD_SECONDS = 20
+BAR_WIDTH = 20
 
 
-def main() -> int:
-    start = time.perf_counter()
-    manifest = load_manifest()
-    builds = [
+class TimeUp(BaseException):
+    """Raised by the alarm; a BaseException so a learner's ``except Exception`` can't eat it."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int) -> Iterator[None]:
+    """Interrupt the block after `seconds` of real time (where SIGALRM exists: not Windows)."""
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def ring(signum: int, frame: FrameType | None) -> None:
+        raise TimeUp
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    entry: Entry
+    results: tuple[Result, ...] = ()
+    problem: str = ""
+    """Why the checks could not run at all, in a few words ("does not load", "never finished")."""
+    detail: str = ""
+
+    @property
+    def passed(self) -> int:
+        return sum(r.passed for r in self.results)
+
+    @property
+    def done(self) -> bool:
+        return not self.problem and self.passed == len(self.results)
+
+
+def tracked_builds(manifest: Manifest) -> list[Entry]:
+    """Builds whose notebook is on disk and that have visible checks, in arc order."""
+    return [
         e
         for e in manifest.builds
         if (manifest.root / e.path).exists()
         and importlib.util.find_spec(f"workbook.checks.build{e.number}") is not None
     ]
+
+
+def check_build(manifest: Manifest, entry: Entry) -> BuildReport:
+    checks = checks_for(entry.number)
+    # The learner's prints would scramble the report: keep them out of it.
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            with time_limit(BUILD_SECONDS):
+                module = load(manifest.root / entry.path)
+                return BuildReport(entry, tuple(checks.run(module)))
+        except WorkbookError as exc:
+            return BuildReport(entry, problem="does not load", detail=str(exc))
+        except TimeUp:
+            return BuildReport(
+                entry,
+                problem="never finished",
+                detail=f"still running after {BUILD_SECONDS} s: does a loop in your answers"
+                " never end?",
+            )
+
+
+def bar(passed: int, total: int) -> str:
+    filled = round(BAR_WIDTH * passed / total) if total else 0
+    return "█" * filled + "░" * (BAR_WIDTH - filled)
+
+
+def render(reports: Sequence[BuildReport]) -> str:
+    lines = []
+    for report in reports:
+        entry, total = report.entry, len(checks_for(report.entry.number).names)
+        status = report.problem or ("done" if report.done else f"{report.passed} of {total}")
+        lines.append(f"{entry.number}  {entry.title:<42} {bar(report.passed, total)} {status}")
+    done = sum(r.done for r in reports)
+    lines.append("")
+    lines.append(f"{done} of {len(reports)} builds done.")
+    todo = next((r for r in reports if not r.done), None)
+    if todo is None:
+        lines.append("Every build is done. Run `make check` to confirm.")
+        return "\n".join(lines)
+    where = todo.entry.path
+    if todo.problem:
+        lines.append(f"Next, in {where}: it {todo.problem}.")
+        lines.append(f"    {todo.detail}")
+        return "\n".join(lines)
+    first = next(r for r in todo.results if not r.passed)
+    hint = hints_for(todo.entry.number).get(first.name, "")
+    lines.append(f"Next, in {where}: {MARKS[first.status]} {first.name} [{first.status}]")
+    lines.extend(f"    {text}" for text in first.message.splitlines())
+    if hint:
+        lines.append(f"Hint: {hint}")
+    return "\n".join(lines)
+
+
+def main(manifest: Manifest | None = None) -> int:
+    """Print the report. Always exits 0: progress is information, not a verdict."""
+    manifest = manifest or load_manifest()
+    builds = tracked_builds(manifest)
     if not builds:
         print("No build notebook exists yet, so there is nothing to count.")
         print("Progress starts with build 03; until then, read the concept notebooks.")
         return 0
-    done = 0
-    next_hint = None
-    for entry in builds:
-        checks = checks_for(entry.number)
-        try:
-            ns = load(manifest.root / entry.path)
-        except WorkbookError as exc:
-            print(f"{entry.number} {entry.title}: cannot be loaded: {exc}")
-            next_hint = next_hint or f"fix {entry.path} so it loads (see above)"
-            continue
-        results = checks.run(ns)
-        passed = sum(r.passed for r in results)
-        mark = "done" if passed == len(results) else f"{passed}/{len(results)}"
-        print(f"{entry.number} {entry.title}: {mark}")
-        if passed == len(results):
-            done += 1
-        elif next_hint is None:
-            todo = next(r for r in results if not r.passed)
-            hint = hints_for(entry.number).get(todo.name, "")
-            next_hint = f"{entry.number} · {todo.name}: {hint}".rstrip(": ")
-    print(f"{done} of {len(builds)} builds done ({time.perf_counter() - start:.1f} s).")
-    if next_hint:
-        print(f"Next: {next_hint}")
-    else:
-        print("Every build is done. Run `make check` to confirm.")
+    print(render([check_build(manifest, entry) for entry in builds]))
+    sys.stdout.flush()
     return 0
