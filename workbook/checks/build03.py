@@ -387,7 +387,12 @@ def full_jitter_stays_within_bounds(ns: Any) -> None:
             f"{call}, drawn {JITTER_DRAWS} times: smallest and largest",
             (round(low, 4), round(high, 4)),
             f"waits spread over 0 to {ceiling:g}",
-            note="Draw uniformly over the whole range: rng.uniform(0, ceiling).",
+            note=(
+                "Every draw was the same: does backoff_delay return full_jitter(ceiling, rng)"
+                ' when policy.jitter == "full"?'
+                if low == high
+                else "Draw uniformly over the whole range: rng.uniform(0, ceiling)."
+            ),
         )
         at_cap = sum(d == ceiling for d in draws)
         expect(
