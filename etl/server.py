@@ -332,8 +332,9 @@ class _Response:
 class FixtureApp:
     """The ASGI app. One instance is one server: its own script, counters and request log.
 
-    Serving is a pure function of (offset, limit, the request's number for that offset),
-    so a repeated run with a fresh app sees exactly the same responses.
+    What it serves is a function of (offset, limit, the request's number for that offset) and,
+    for Date and HTTP-date Retry-After headers only, `clock`: a repeated run against a fresh
+    app with the same script sees the same responses.
     """
 
     def __init__(
@@ -397,7 +398,7 @@ class FixtureApp:
         entry: LoggedRequest,
     ) -> None:
         path: str = scope["path"]
-        # Launch Library 2 redirects the slashless path; answering both avoids a 301 detour.
+        # With or without the trailing slash, so a client never meets a redirect here.
         if path.rstrip("/") + "/" == LAUNCHES_PATH and scope["method"] == "GET":
             response = await self._launches(scope, query, entry, receive)
         elif path.rstrip("/") + "/" == LAUNCHES_PATH:
