@@ -1,0 +1,90 @@
+"""`make progress` on build 03: stubs, a finished build, a trap, and builds that can't be checked.
+
+Each test copies the manifest and one version of the build notebook into a temp folder and
+reads the report `workbook.progress` prints for it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from workbook import progress
+from workbook.manifest import load_manifest
+
+NOTEBOOK = "03_build_retry_and_sink.ipynb"
+Edit = Callable[[str], str]
+
+
+def report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str, edit: Edit | None = None
+) -> str:
+    """Progress for a repo whose exercise notebook is `source` (with `edit` on answer cells)."""
+    shutil.copy(ROOT / "workbook.toml", tmp_path / "workbook.toml")
+    nb = json.loads((ROOT / source / NOTEBOOK).read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if edit and "answer" in cell["metadata"].get("tags", []):
+            cell["source"] = edit("".join(cell["source"]))
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "exercises" / NOTEBOOK).write_text(json.dumps(nb), encoding="utf-8")
+    assert progress.main(load_manifest(tmp_path / "workbook.toml")) == 0
+    return capsys.readouterr().out
+
+
+def test_stubs_count_zero_and_point_at_the_first_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = report(tmp_path, capsys, "exercises")
+    assert "0 of 9" in out.splitlines()[0]
+    assert "Next, in exercises/03_build_retry_and_sink.ipynb: · fnv1a_vectors [not done]" in out
+    assert "Hint: Step 0:" in out
+
+
+def test_a_finished_build_is_done(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = report(tmp_path, capsys, "solutions")
+    assert out.splitlines()[0].endswith(" done")
+    assert "1 of 1 builds done." in out and "Every build is done" in out
+
+
+def test_the_trap_is_named_with_its_feedback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def default_key(source: str) -> str:
+        return source.replace("raise ParseError(", "return ''  # (").replace(
+            "def fnv1a_64", "print('hello from a cell')\n\n\ndef fnv1a_64"
+        )
+
+    out = report(tmp_path, capsys, "solutions", default_key)
+    assert "8 of 9" in out.splitlines()[0]
+    assert "content_key_is_stable_and_distinguishes_rows [failed]" in out
+    assert "expected: raises ParseError" in out
+    assert "hello" not in out  # the learner's prints stay out of the report
+
+
+def test_a_notebook_that_does_not_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = report(
+        tmp_path, capsys, "exercises", lambda s: s.replace("def fnv1a_64(", "def fnv1a_64((")
+    )
+    assert out.splitlines()[0].endswith("does not load")
+    assert "SyntaxError" in out
+
+
+def test_a_stuck_build_is_stopped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(progress, "BUILD_SECONDS", 1)
+    # A learner's loop that never ends, and that even swallows every Exception.
+    spin = "    while True:\n        try:\n            pass\n        except Exception:\n"
+    spin += "            pass\n"
+    out = report(
+        tmp_path,
+        capsys,
+        "solutions",
+        lambda s: s.replace('    """FNV-1a (64-bit)', spin + '    """FNV-1a (64-bit)', 1),
+    )
+    assert out.splitlines()[0].endswith("never finished")
