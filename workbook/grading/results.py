@@ -1,0 +1,90 @@
+"""What grading produces: per probe, per graded test, per submission. Plain data, JSON-ready.
+
+Grading the same submission twice gives equal results, apart from the ``seconds`` fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+ProbeStatus = Literal["done", "timeout", "crashed", "error", "not run", "void", "load failed"]
+SubmissionStatus = Literal["graded", "partial", "error"]
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """One probe's outcome in the child: its observation when ``status == "done"``, else why not."""
+
+    name: str
+    status: ProbeStatus
+    obs: Any = None
+    reason: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class ProbeRun:
+    """Every probe of one submission, plus what the child printed (kept, never parsed)."""
+
+    records: dict[str, ProbeRecord] = field(default_factory=dict)
+    output: str = ""
+    output_bytes: int = 0
+    load_error: str | None = None
+    notes: list[str] = field(default_factory=list)
+    children: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One graded test: full points or none, and the judge's message when it failed."""
+
+    name: str
+    points: int
+    max_points: int
+    message: str = ""
+    visible: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.points == self.max_points
+
+
+@dataclass(frozen=True)
+class SubmissionResult:
+    build: str
+    label: str
+    status: SubmissionStatus
+    reason: str
+    tests: tuple[TestResult, ...]
+    seconds: float = 0.0
+    output: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def score(self) -> int:
+        return sum(t.points for t in self.tests)
+
+    @property
+    def max_score(self) -> int:
+        return sum(t.max_points for t in self.tests)
+
+    def test(self, name: str) -> TestResult:
+        for result in self.tests:
+            if result.name == name:
+                return result
+        raise KeyError(name)
+
+    @property
+    def failed(self) -> list[str]:
+        return [t.name for t in self.tests if not t.passed]
+
+    @property
+    def passed(self) -> list[str]:
+        return [t.name for t in self.tests if t.passed]
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["score"], data["max_score"] = self.score, self.max_score
+        return data

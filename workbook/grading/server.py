@@ -1,0 +1,302 @@
+"""The fork server: a child interpreter that imports everything once, then forks per job.
+
+Started by the runner as ``python -m workbook.grading.server FD`` with a fixed PYTHONHASHSEED.
+It leaves the network, becomes a subreaper, and waits on the socket FD for jobs. For each job
+it forks a worker that walls itself in (new session, pids cgroup, rlimits, scratch folder,
+captured and capped output), executes the exported answers from text, and runs the named
+probes, writing one JSON line per event on the results pipe it was handed. The worker never
+returns into the server; the server reports the worker's pid, then how it ended.
+
+A job's results depend only on the exported source and the probes, so running it twice gives
+the same lines (apart from the ``seconds`` fields).
+"""
+
+from __future__ import annotations
+
+# Imported once here, so that every worker starts with them loaded (fork copies them).
+import asyncio  # noqa: F401
+import contextlib
+import dataclasses  # noqa: F401
+import gc
+import hashlib  # noqa: F401
+import importlib.util
+import io
+import json
+import math  # noqa: F401
+import os
+import random  # noqa: F401
+import re
+import signal
+import socket
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import looptime  # noqa: F401
+
+import etl  # noqa: F401
+from workbook.grading import sandbox
+from workbook.grading.observe import (
+    Probes,
+    ProbeTimeout,
+    guard_blocking_sleep,
+    raised,
+    safe_text,
+)
+
+_suites: dict[str, Probes] = {}
+_armed = False
+
+
+def main(argv: list[str]) -> int:
+    sock = socket.socket(fileno=int(argv[0]))
+    network = sandbox.leave_network()
+    sandbox.become_subreaper()
+    _send(
+        sock,
+        {
+            "ready": True,
+            "network": network,
+            "hashseed": os.environ.get("PYTHONHASHSEED", "random"),
+            "hash": hash("run-it-twice"),
+        },
+    )
+    while True:
+        _reap()
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 4)
+        except OSError:
+            return 0
+        if not data:
+            return 0
+        job = json.loads(data)
+        results_fd, output_fd = fds
+        try:
+            probes = _suite(job["suite"])
+            # Everything imported so far is shared with the workers: keep the collector off
+            # it, so a worker's first collection does not copy every page of it.
+            gc.freeze()
+        except BaseException as exc:  # a broken suite is reported, not fatal
+            _send(sock, {"error": f"cannot import the probes {job['suite']}: {safe_text(exc)}"})
+            os.close(results_fd)
+            os.close(output_fd)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            _worker(job, probes, results_fd, output_fd)  # never returns
+        os.close(results_fd)
+        os.close(output_fd)
+        _send(sock, {"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        _send(sock, {"exit": os.waitstatus_to_exitcode(status)})
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.sendall(json.dumps(message).encode())
+
+
+def _reap() -> None:
+    """Collect orphans of earlier workers (they were re-parented to us, the subreaper)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _suite(path: str) -> Probes:
+    if path not in _suites:
+        name = "_hidden_probes_" + re.sub(r"\W", "_", Path(path).parent.name)
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        probes = module.PROBES
+        assert isinstance(probes, Probes), f"{path}: PROBES is not a Probes registry"
+        _suites[path] = probes
+    return _suites[path]
+
+
+class _Output(io.TextIOBase):
+    """stdout/stderr of the worker: written through to the captured file up to a shared cap,
+    then counted and dropped, so a chatty but correct answer loses nothing."""
+
+    def __init__(self, fd: int, budget: list[int]) -> None:
+        self._fd = fd
+        self._budget = budget
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        data = str(text).encode("utf-8", "backslashreplace")
+        room = self._budget[0]
+        self._budget[0] -= len(data)
+        if room > 0:
+            chunk = data[:room]
+            if len(data) > room:
+                chunk += b"\n[output cut here by the grader]\n"
+            try:
+                while chunk:
+                    chunk = chunk[os.write(self._fd, chunk) :]
+            except OSError:
+                self._budget[0] = 0
+        return len(text)
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    if _armed:
+        raise ProbeTimeout()
+
+
+def _timer(seconds: float) -> None:
+    global _armed
+    _armed = seconds > 0
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.0))
+
+
+class _Channel:
+    """The results pipe. One JSON object per line; nothing else is ever written to it."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def send(self, event: dict[str, Any]) -> None:
+        try:
+            line = json.dumps(event, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            line = json.dumps(
+                {
+                    "event": "probe_error",
+                    "probe": event.get("probe"),
+                    "error": f"observation is not plain JSON: {exc}",
+                }
+            )
+        data = (line + "\n").encode()
+        while data:
+            data = data[os.write(self.fd, data) :]
+
+
+def _worker(job: dict[str, Any], probes: Probes, results_fd: int, output_fd: int) -> None:
+    code = 0
+    forked = time.perf_counter()
+    try:
+        os.setsid()
+        sandbox.enter_cgroup(job.get("cgroup"))
+        limits = sandbox.Limits(**job["limits"])
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        # The worker keeps only stdin/stdout/stderr and the results pipe: in particular not
+        # the server's socket, so nothing the learner runs can talk to the runner.
+        os.closerange(3, results_fd)
+        os.closerange(results_fd + 1, 1 << 16)
+        workdir = job["workdir"]
+        os.chdir(workdir)
+        os.environ.update(HOME=workdir, TMPDIR=workdir)
+        os.umask(0o077)
+        budget = [int(limits.output_bytes)]
+        sys.stdout = _Output(1, budget)
+        sys.stderr = _Output(2, budget)
+        sandbox.apply_rlimits(limits)
+        signal.signal(signal.SIGALRM, _alarm)
+        channel = _Channel(results_fd)
+        # Taken before the learner's code runs, so that rebinding the registry changes nothing.
+        chosen = [(name, probes.by_name[name].fn) for name in job["probes"]]
+        for name in [m for m in sys.modules if m.startswith("_hidden_probes_")]:
+            del sys.modules[name]
+        guard_blocking_sleep()
+        module = _load(job, channel, limits, time.perf_counter() - forked)
+        if module is None:
+            return
+        for name, fn in chosen:
+            channel.send({"event": "start", "probe": name})
+            started = time.perf_counter()
+            try:
+                _timer(limits.probe_seconds)
+                observation = fn(module)
+                _timer(0)
+                event = {"event": "done", "probe": name, "obs": observation}
+            except ProbeTimeout:
+                _timer(0)
+                event = {"event": "timeout", "probe": name}
+            except BaseException as exc:  # a probe must not end the worker
+                _timer(0)
+                event = {"event": "probe_error", "probe": name, "error": raised(exc)}
+            event["seconds"] = round(time.perf_counter() - started, 4)
+            channel.send(event)
+    except BaseException:  # the runner sees the exit code and the events
+        code = 70
+    finally:
+        _timer(0)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(BaseException):
+                stream.flush()
+        os._exit(code)  # no atexit handlers, no finalizers of the learner's objects
+
+
+def _load(
+    job: dict[str, Any], channel: _Channel, limits: sandbox.Limits, setup: float
+) -> types.ModuleType | None:
+    """Execute the exported source as a fresh module, or report why it could not run."""
+    path = job["source"]
+    source = Path(path).read_text(encoding="utf-8")
+    module = types.ModuleType("submission")
+    module.__file__ = path
+    sys.modules["submission"] = module  # dataclasses look their module up by name
+    started = time.perf_counter()
+    try:
+        code = compile(source, path, "exec", dont_inherit=True)
+        _timer(limits.load_seconds)
+        exec(code, module.__dict__)
+        _timer(0)
+    except ProbeTimeout:
+        _timer(0)
+        channel.send({"event": "load_error", "error": "timeout", "line": None})
+        return None
+    except BaseException as exc:
+        _timer(0)
+        channel.send(
+            {
+                "event": "load_error",
+                "error": f"{type(exc).__name__}: {safe_text(exc)}",
+                "line": _learner_line(exc, path),
+            }
+        )
+        return None
+    loaded = round(time.perf_counter() - started, 4)
+    channel.send({"event": "loaded", "seconds": loaded, "setup": round(setup, 4)})
+    return module
+
+
+def _learner_line(exc: BaseException, path: str) -> int | None:
+    """The last line of the exported source in the traceback (where the learner's code broke)."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    if isinstance(exc, SyntaxError) and exc.filename == path:
+        line = exc.lineno
+    return line
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,131 @@
+"""Hidden suites on disk: ``tests/hidden/buildNN/`` holds ``probes.py`` (run in the child),
+``judges.py`` (run here) and ``mutants.toml`` (known bugs, as edits of the solution's export).
+
+None of it ships to learners, and none of it is a Python package: the files are loaded by path,
+so pytest never collects them and a learner's code cannot import them by name. Loading a suite
+twice returns the same objects.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+from workbook.errors import WorkbookError
+from workbook.grading.judging import Judges
+from workbook.grading.observe import Probes
+from workbook.manifest import repo_root
+
+HIDDEN = repo_root() / "tests" / "hidden"
+
+
+class SuiteError(WorkbookError):
+    """A hidden suite is missing, malformed, or a mutant no longer applies."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A known bug: a name, the bug in one line, and exact edits of the exported solution."""
+
+    name: str
+    bug: str
+    edits: tuple[Edit, ...]
+
+    def apply(self, source: str) -> str:
+        """The source with every edit made. Raises `SuiteError` unless each `old` occurs
+        exactly once (a mutant that silently stops applying would 'survive' as a no-op)."""
+        for i, edit in enumerate(self.edits, start=1):
+            count = source.count(edit.old)
+            if count != 1:
+                where = "not found" if count == 0 else f"found {count} times"
+                raise SuiteError(
+                    f"mutant {self.name}, edit {i}: the text to replace is {where} in the"
+                    f" solution's export:\n{edit.old}"
+                )
+            source = source.replace(edit.old, edit.new)
+        return source
+
+
+@dataclass(frozen=True)
+class Suite:
+    build: str
+    folder: Path
+    probes_path: Path
+    probes: Probes
+    judges: Judges
+    mutants: tuple[Mutant, ...]
+
+
+def suite_dir(build: str) -> Path:
+    return HIDDEN / f"build{build}"
+
+
+def has_suite(build: str) -> bool:
+    return (suite_dir(build) / "probes.py").exists()
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    """Import a file by path under `name` (kept in sys.modules so dataclasses work)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SuiteError(f"{path}: cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+@cache
+def load_suite(build: str) -> Suite:
+    folder = suite_dir(build)
+    if not has_suite(build):
+        raise SuiteError(f"no hidden suite for build {build} (expected {folder}/probes.py)")
+    probes = load_module(folder / "probes.py", f"_hidden_probes_build{build}").PROBES
+    judges = load_module(folder / "judges.py", f"_hidden_judges_build{build}").JUDGES
+    if not isinstance(probes, Probes) or not isinstance(judges, Judges):
+        raise SuiteError(f"{folder}: PROBES or JUDGES is not a registry")
+    return Suite(
+        build=build,
+        folder=folder,
+        probes_path=folder / "probes.py",
+        probes=probes,
+        judges=judges,
+        mutants=load_mutants(folder / "mutants.toml"),
+    )
+
+
+def load_mutants(path: Path) -> tuple[Mutant, ...]:
+    if not path.exists():
+        return ()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteError(f"{path}: not valid TOML: {exc}") from None
+    mutants = []
+    for i, raw in enumerate(data.get("mutant", []), start=1):
+        try:
+            edits = tuple(Edit(e["old"], e["new"]) for e in raw["edit"])
+            mutants.append(Mutant(raw["name"], raw["bug"], edits))
+        except (KeyError, TypeError) as exc:
+            raise SuiteError(f"{path}: mutant #{i}: missing {exc}") from None
+    names = [m.name for m in mutants]
+    if len(set(names)) != len(names):
+        raise SuiteError(f"{path}: a mutant name appears twice")
+    return tuple(mutants)
