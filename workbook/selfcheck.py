@@ -33,7 +33,9 @@ def hints_for(build: str) -> dict[str, str]:
     return {t.name: t.hint for t in entry.tests}
 
 
-def render(results: Sequence[Result], hints: dict[str, str], title: str) -> str:
+def render(
+    results: Sequence[Result], hints: dict[str, str], title: str, *, whole_build: bool = False
+) -> str:
     lines = [title]
     for r in results:
         lines.append(f"  {MARKS[r.status]} {r.name}" + ("" if r.passed else f"  [{r.status}]"))
@@ -43,18 +45,25 @@ def render(results: Sequence[Result], hints: dict[str, str], title: str) -> str:
     summary = f"{passed} of {len(results)} checks pass."
     todo = next((r for r in results if not r.passed), None)
     if todo is None:
-        summary += " This step is done: on to the next one."
+        summary += (
+            " Every step of this build is done."
+            if whole_build
+            else " This step is done: on to the next one."
+        )
     elif todo.name in hints:
         summary += f" Next: {hints[todo.name]}"
     lines.append(summary)
     return "\n".join(lines)
 
 
-def selfcheck(build: str, *names_or_steps: str, ns: Any = None) -> list[Result]:
-    """Run checks of `build` against the caller's globals (or `ns`) and print the report."""
+def selfcheck(build: str, *names_or_steps: str, ns: Any = None) -> None:
+    """Run checks of `build` against the caller's globals (or `ns`) and print the report.
+
+    Returns nothing, so a cell ending in ``selfcheck(...)`` shows the report once.
+    """
     if ns is None:
         ns = namespace(sys._getframe(1).f_globals)
     results = checks_for(build).run(ns, *names_or_steps)
     which = ", ".join(names_or_steps) if names_or_steps else "all steps"
-    print(render(results, hints_for(build), f"Self-check, build {build} ({which}):"))
-    return results
+    title = f"Self-check, build {build} ({which}):"
+    print(render(results, hints_for(build), title, whole_build=not names_or_steps))
