@@ -86,6 +86,11 @@ class ForkServer:
         self._home = Path(tempfile.mkdtemp(prefix="rit-server-", dir=SCRATCH_ROOT))
 
     def start(self) -> None:
+        self.spawn()
+        self.wait_ready()
+
+    def spawn(self) -> None:
+        """Start the interpreter; `wait_ready` waits for its imports (spawn several, then wait)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = dict(os.environ)
         # glibc gives each thread a 64 MiB arena under RLIMIT_AS unless told otherwise.
@@ -106,6 +111,8 @@ class ForkServer:
             theirs.close()
             log.close()
         self.sock = ours
+
+    def wait_ready(self) -> None:
         ready = self.receive(timeout=60.0)
         if ready is None or not ready.get("ready"):
             raise ServerError(f"the grading server did not start: {self.log_tail()}")
@@ -302,16 +309,31 @@ class Runner:
             server.close()
         self._servers.clear()
 
-    def server(self, hashseed: str) -> ForkServer:
+    def start(self) -> Runner:
+        """Start both fork servers at once (otherwise each starts on first use)."""
+        fresh = []
+        for hashseed in HASHSEEDS:
+            if not self._usable(hashseed):
+                server = self._servers[hashseed] = ForkServer(hashseed, self.limits, self.python)
+                server.spawn()
+                fresh.append(server)
+        for server in fresh:
+            server.wait_ready()
+        return self
+
+    def _usable(self, hashseed: str) -> bool:
         server = self._servers.get(hashseed)
         if server is not None and not server.alive():
             server.close()
-            server = None
-        if server is None:
-            server = ForkServer(hashseed, self.limits, self.python)
-            self._servers[hashseed] = server
+            del self._servers[hashseed]
+            return False
+        return server is not None
+
+    def server(self, hashseed: str) -> ForkServer:
+        if not self._usable(hashseed):
+            server = self._servers[hashseed] = ForkServer(hashseed, self.limits, self.python)
             server.start()
-        return server
+        return self._servers[hashseed]
 
     def isolation(self) -> Isolation:
         server = self.server(HASHSEEDS[0])
@@ -321,22 +343,40 @@ class Runner:
 
     # -- grading -------------------------------------------------------------------------
 
-    def grade_notebook(self, build: str, notebook: str | Path) -> SubmissionResult:
+    def grade_notebook(
+        self,
+        build: str,
+        notebook: str | Path,
+        *,
+        suite: Suite | None = None,
+        entry: Entry | None = None,
+    ) -> SubmissionResult:
         """Export `notebook` through the one export path, then grade it."""
         start = time.perf_counter()
+        entry = entry or load_manifest().entry(build)
         try:
             source = export_source(notebook)
         except WorkbookError as exc:
-            return self._all_zero(build, str(notebook), str(exc), start)
+            return self._all_zero(build, entry, str(notebook), str(exc), start)
         except OSError as exc:
-            return self._all_zero(build, str(notebook), f"{notebook}: cannot be read: {exc}", start)
-        return self.grade_source(build, source, label=str(notebook))
+            reason = f"{notebook}: cannot be read: {exc}"
+            return self._all_zero(build, entry, str(notebook), reason, start)
+        return self.grade_source(build, source, label=str(notebook), suite=suite, entry=entry)
 
-    def grade_source(self, build: str, source: str, *, label: str = "") -> SubmissionResult:
-        """Grade an exported module's text against build `build`'s hidden suite."""
+    def grade_source(
+        self,
+        build: str,
+        source: str,
+        *,
+        label: str = "",
+        suite: Suite | None = None,
+        entry: Entry | None = None,
+    ) -> SubmissionResult:
+        """Grade an exported module's text against build `build`'s hidden suite (or `suite`),
+        with the points of the manifest's entry (or `entry`)."""
         start = time.perf_counter()
-        entry = load_manifest().entry(build)
-        suite = load_suite(build)
+        entry = entry or load_manifest().entry(build)
+        suite = suite or load_suite(build)
         run = self.run_probes(source, suite)
         observed = Observed(run.records)
         tests = []
@@ -371,8 +411,9 @@ class Runner:
             notes=tuple(run.notes),
         )
 
-    def _all_zero(self, build: str, label: str, reason: str, start: float) -> SubmissionResult:
-        entry: Entry = load_manifest().entry(build)
+    def _all_zero(
+        self, build: str, entry: Entry, label: str, reason: str, start: float
+    ) -> SubmissionResult:
         tests = tuple(TestResult(t.name, 0, t.points, reason, t.visible) for t in entry.tests)
         return SubmissionResult(build, label, "error", reason, tests, time.perf_counter() - start)
 

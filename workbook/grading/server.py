@@ -111,7 +111,7 @@ def _reap() -> None:
 
 def _suite(path: str) -> Probes:
     if path not in _suites:
-        name = "_hidden_probes_" + re.sub(r"\W", "_", Path(path).parent.name)
+        name = "_hidden_probes_" + re.sub(r"\W", "_", str(Path(path).parent))
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
@@ -219,7 +219,7 @@ def _worker(job: dict[str, Any], probes: Probes, results_fd: int, output_fd: int
         channel = _Channel(results_fd)
         # Taken before the learner's code runs, so that rebinding the registry changes nothing.
         chosen = [(name, probes.by_name[name].fn) for name in job["probes"]]
-        for name in [m for m in sys.modules if m.startswith("_hidden_probes_")]:
+        for name in [m for m in sys.modules if m.startswith("_hidden_")]:
             del sys.modules[name]
         guard_blocking_sleep()
         module = _load(job, channel, limits, time.perf_counter() - forked)

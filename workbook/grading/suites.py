@@ -8,6 +8,7 @@ twice returns the same objects.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import sys
 import tomllib
@@ -67,12 +68,12 @@ class Suite:
     mutants: tuple[Mutant, ...]
 
 
-def suite_dir(build: str) -> Path:
-    return HIDDEN / f"build{build}"
+def suite_dir(build: str, hidden: Path | None = None) -> Path:
+    return (hidden or HIDDEN) / f"build{build}"
 
 
-def has_suite(build: str) -> bool:
-    return (suite_dir(build) / "probes.py").exists()
+def has_suite(build: str, hidden: Path | None = None) -> bool:
+    return (suite_dir(build, hidden) / "probes.py").exists()
 
 
 def load_module(path: Path, name: str) -> ModuleType:
@@ -92,13 +93,33 @@ def load_module(path: Path, name: str) -> ModuleType:
     return module
 
 
+def module_name(path: Path) -> str:
+    """A name per file (the folder, plus a digest of the full path), so that two copies of
+    a suite, say the repo's and a test's, never share a module."""
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:10]
+    return f"_hidden_{path.stem}_{path.parent.name}_{digest}"
+
+
+def load_probes(path: Path) -> ModuleType:
+    """The probes module at `path` (what a suite's judges import for the shared inputs)."""
+    return load_module(path, module_name(path))
+
+
 @cache
-def load_suite(build: str) -> Suite:
-    folder = suite_dir(build)
-    if not has_suite(build):
+def load_suite(build: str, hidden: Path | None = None) -> Suite:
+    """Build `build`'s suite from `hidden` (default: the repo's ``tests/hidden``)."""
+    folder = suite_dir(build, hidden)
+    if not has_suite(build, hidden):
         raise SuiteError(f"no hidden suite for build {build} (expected {folder}/probes.py)")
-    probes = load_module(folder / "probes.py", f"_hidden_probes_build{build}").PROBES
-    judges = load_module(folder / "judges.py", f"_hidden_judges_build{build}").JUDGES
+    try:
+        probes = load_probes(folder / "probes.py").PROBES
+        judges = load_module(folder / "judges.py", module_name(folder / "judges.py")).JUDGES
+    except SuiteError:
+        raise
+    except Exception as exc:
+        raise SuiteError(
+            f"{folder}: the suite does not import: {type(exc).__name__}: {exc}"
+        ) from exc
     if not isinstance(probes, Probes) or not isinstance(judges, Judges):
         raise SuiteError(f"{folder}: PROBES or JUDGES is not a registry")
     return Suite(

@@ -1,0 +1,289 @@
+"""``python -m workbook.validity``: proof that every graded build can be graded, and fairly.
+
+For each graded notebook of the manifest whose exercise or solution is on disk it checks, and
+prints as one table:
+
+- export: the solution and the exercise both go through the one export path;
+- structure: they differ only in answer cells (same cells, types, tags and other sources);
+- suite: every graded test has a judge and a hint, every judge a graded test;
+- solution: full marks; stub: zero on every graded test;
+- mutants: each known bug fails at least one graded test (the line names which).
+
+It exits 1 when any line is wrong. Running it twice prints the same table (times aside).
+Nothing here writes to the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import queue
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from workbook.errors import WorkbookError
+from workbook.export import cell_source, cell_tags, export_source, read_notebook
+from workbook.grading import Runner, SubmissionResult, Suite, SuiteError, has_suite, load_suite
+from workbook.manifest import Entry, load_manifest, repo_root
+
+T = TypeVar("T")
+MARK = {True: "✓", False: "✗"}
+
+
+@dataclass
+class Line:
+    """One row of the table: a claim, whether it holds, and what backs it up."""
+
+    name: str
+    ok: bool
+    summary: str
+    details: list[str] = field(default_factory=list)
+
+
+class Pool:
+    """A few runners graded on in parallel (one submission per runner at a time)."""
+
+    def __init__(self, size: int) -> None:
+        self.runners = [Runner() for _ in range(size)]
+        self._free: queue.SimpleQueue[Runner] = queue.SimpleQueue()
+        for runner in self.runners:
+            self._free.put(runner)
+
+    def start(self) -> None:
+        """Start every runner's servers at once: their imports overlap."""
+        with ThreadPoolExecutor(max_workers=len(self.runners)) as executor:
+            list(executor.map(Runner.start, self.runners))
+
+    def map(self, fn: Callable[[Runner, T], Any], items: Sequence[T]) -> list[Any]:
+        def one(item: T) -> Any:
+            runner = self._free.get()
+            try:
+                return fn(runner, item)
+            finally:
+                self._free.put(runner)
+
+        with ThreadPoolExecutor(max_workers=len(self.runners)) as executor:
+            return list(executor.map(one, items))
+
+    def close(self) -> None:
+        for runner in self.runners:
+            runner.close()
+
+
+def structure(exercise: Path, solution: Path) -> Line:
+    """Same cells in the same order; only the sources of answer cells may differ."""
+    ex_cells = read_notebook(exercise)["cells"]
+    sol_cells = read_notebook(solution)["cells"]
+    problems = []
+    if len(ex_cells) != len(sol_cells):
+        problems.append(f"{len(ex_cells)} cells in the exercise, {len(sol_cells)} in the solution")
+    answers = 0
+    for number, (ex, sol) in enumerate(zip(ex_cells, sol_cells, strict=False), start=1):
+        if ex.get("cell_type") != sol.get("cell_type"):
+            problems.append(
+                f"cell {number}: {ex.get('cell_type')} in the exercise,"
+                f" {sol.get('cell_type')} in the solution"
+            )
+            continue
+        if sorted(cell_tags(ex)) != sorted(cell_tags(sol)):
+            problems.append(f"cell {number}: tags {cell_tags(ex)} vs {cell_tags(sol)}")
+            continue
+        if ex.get("cell_type") == "code" and "answer" in cell_tags(ex):
+            answers += 1
+        elif cell_source(ex) != cell_source(sol):
+            first = _first_difference(cell_source(ex), cell_source(sol))
+            problems.append(f"cell {number} ({ex.get('cell_type')}) differs: {first}")
+    if problems:
+        return Line(
+            "structure", False, f"{len(problems)} difference(s) outside answer cells", problems
+        )
+    return Line(
+        "structure",
+        True,
+        f"{len(ex_cells)} cells each; same types, tags and sources outside the {answers}"
+        " answer cells",
+    )
+
+
+def _first_difference(a: str, b: str) -> str:
+    for number, (x, y) in enumerate(zip(a.splitlines(), b.splitlines(), strict=False), start=1):
+        if x != y:
+            return f"line {number}: {x.strip()[:50]!r} vs {y.strip()[:50]!r}"
+    return "one has more lines than the other"
+
+
+def suite_line(entry: Entry, suite: Suite) -> Line:
+    names = [t.name for t in entry.tests]
+    judges = set(suite.judges.by_name)
+    problems = [f"{n}: no judge in the hidden suite" for n in names if n not in judges]
+    problems += [f"judge {j}: no graded test of that name" for j in sorted(judges - set(names))]
+    problems += [f"{t.name}: no hint" for t in entry.tests if not t.hint.strip()]
+    problems += [f"{t.name}: {t.points} points" for t in entry.tests if t.points <= 0]
+    visible = sum(t.visible for t in entry.tests)
+    twice = sum(p.interpreters > 1 for p in suite.probes.by_name.values())
+    summary = (
+        f"{len(names)} graded tests ({visible} visible, {len(names) - visible} hidden), each with"
+        f" a judge and a hint; {len(suite.probes.names)} probes ({twice} also run under a second"
+        f" PYTHONHASHSEED); {len(suite.mutants)} mutants"
+    )
+    return Line("suite", not problems, summary if not problems else "mismatch", problems)
+
+
+def solution_line(result: SubmissionResult) -> Line:
+    summary = f"{result.score}/{result.max_score} points ({result.seconds:.2f} s)"
+    if result.score == result.max_score and result.status == "graded":
+        return Line("solution", True, summary)
+    details = [f"{t.name}: {t.message.splitlines()[0] if t.message else ''}" for t in result.tests]
+    details = [d for d, t in zip(details, result.tests, strict=True) if not t.passed]
+    if result.status != "graded":
+        details.insert(0, f"status {result.status}: {result.reason}")
+    return Line("solution", False, summary + ": the solution must earn every point", details)
+
+
+def stub_line(result: SubmissionResult) -> Line:
+    earned = [f"{t.name}: {t.points} point(s)" for t in result.tests if t.points]
+    summary = f"{result.score}/{result.max_score} points ({result.seconds:.2f} s)"
+    if earned:
+        return Line("stub", False, summary + ": the stubs must earn nothing", earned)
+    return Line("stub", True, summary + ", every graded test at zero")
+
+
+def mutant_lines(suite: Suite, source: str, pool: Pool, build: str, entry: Entry) -> list[Line]:
+    def grade(runner: Runner, index: int) -> tuple[int, SubmissionResult | str]:
+        mutant = suite.mutants[index]
+        try:
+            mutated = mutant.apply(source)
+        except SuiteError as exc:
+            return index, str(exc)
+        result = runner.grade_source(
+            build, mutated, label=f"mutant {mutant.name}", suite=suite, entry=entry
+        )
+        return index, result
+
+    lines = []
+    for index, outcome in pool.map(grade, list(range(len(suite.mutants)))):
+        mutant = suite.mutants[index]
+        name = f"mutant {mutant.name}"
+        if isinstance(outcome, str):
+            lines.append(Line(name, False, "does not apply", outcome.splitlines()))
+        elif not outcome.failed:
+            lines.append(
+                Line(name, False, f"SURVIVES ({outcome.score}/{outcome.max_score})", [mutant.bug])
+            )
+        else:
+            killers = outcome.failed
+            shown = ", ".join(killers[:3]) + (f" (+{len(killers) - 3})" if len(killers) > 3 else "")
+            lines.append(Line(name, True, f"killed by {shown}"))
+    return lines
+
+
+def check_build(entry: Entry, root: Path, hidden: Path, pool: Pool) -> list[Line]:
+    exercise = root / entry.path
+    solution = root / entry.solution if entry.solution else None
+    if solution is None:
+        return [Line("solution", False, "the manifest names no solution notebook")]
+    missing = [str(p.relative_to(root)) for p in (exercise, solution) if not p.exists()]
+    if missing:
+        return [Line("export", False, f"missing: {', '.join(missing)}")]
+    lines: list[Line] = []
+    sources = {}
+    for label, path in (("solution", solution), ("exercise", exercise)):
+        try:
+            sources[label] = export_source(path)
+        except WorkbookError as exc:
+            lines.append(Line("export", False, f"the {label} does not export", [str(exc)]))
+    if lines:
+        return lines
+    counts = {label: text.count("\n# %% cell ") for label, text in sources.items()}
+    lines.append(
+        Line(
+            "export",
+            True,
+            f"solution and exercise export ({counts['solution']} setup and answer cells each)",
+        )
+    )
+    try:
+        lines.append(structure(exercise, solution))
+    except WorkbookError as exc:
+        lines.append(Line("structure", False, str(exc)))
+    if not has_suite(entry.number, hidden):
+        lines.append(Line("suite", False, f"no hidden suite in {hidden}/build{entry.number}"))
+        return lines
+    try:
+        suite = load_suite(entry.number, hidden)
+    except SuiteError as exc:
+        lines.append(Line("suite", False, "does not load", str(exc).splitlines()))
+        return lines
+    lines.append(suite_line(entry, suite))
+
+    def grade(runner: Runner, label: str) -> SubmissionResult:
+        return runner.grade_source(
+            entry.number, sources[label], label=label, suite=suite, entry=entry
+        )
+
+    solution_result, stub_result = pool.map(grade, ["solution", "exercise"])
+    lines.append(solution_line(solution_result))
+    lines.append(stub_line(stub_result))
+    lines.extend(mutant_lines(suite, sources["solution"], pool, entry.number, entry))
+    return lines
+
+
+def render(entry: Entry, lines: Sequence[Line]) -> str:
+    width = max(len(line.name) for line in lines)
+    out = [f"build {entry.number}  {entry.title}"]
+    for line in lines:
+        out.append(f"  {MARK[line.ok]} {line.name:<{width}}  {line.summary}")
+        for detail in line.details[:12]:
+            out.append(f"      {detail}")
+        if len(line.details) > 12:
+            out.append(f"      ... and {len(line.details) - 12} more")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workbook.validity", description=__doc__)
+    parser.add_argument("--root", type=Path, default=None, help="repository root (default: this)")
+    parser.add_argument("--build", action="append", help="only this build (repeatable)")
+    parser.add_argument("--workers", type=int, default=2, help="runners in parallel (default 2)")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    root = (args.root or repo_root()).resolve()
+    manifest = load_manifest(root / "workbook.toml")
+    hidden = root / "tests" / "hidden"
+    entries = [
+        e
+        for e in manifest.graded
+        if (root / e.path).exists() or (e.solution and (root / e.solution).exists())
+    ]
+    if args.build:
+        entries = [e for e in entries if e.number in args.build]
+    if not entries:
+        print("validity: no graded notebook is on disk yet; nothing to check.")
+        return 0
+    pool = Pool(max(1, args.workers))
+    try:
+        pool.start()
+        isolation = pool.runners[0].isolation()
+        print("Validity of the graded builds")
+        print(f"  processes: {isolation.pids}\n  network:   {isolation.network}\n")
+        failures = 0
+        for entry in entries:
+            lines = check_build(entry, root, hidden, pool)
+            print(render(entry, lines) + "\n", flush=True)
+            failures += sum(not line.ok for line in lines)
+    finally:
+        pool.close()
+    seconds = time.perf_counter() - start
+    if failures:
+        print(f"validity FAILED: {failures} line(s) wrong ({seconds:.1f} s)")
+        return 1
+    print(f"validity holds for {len(entries)} build(s) ({seconds:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
