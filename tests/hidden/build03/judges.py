@@ -47,9 +47,9 @@ from workbook.grading.judging import (
     render,
     same_value,
 )
-from workbook.grading.suites import load_module
+from workbook.grading.suites import load_probes
 
-P = load_module(Path(__file__).with_name("probes.py"), "_hidden_probes_build03")
+P = load_probes(Path(__file__).with_name("probes.py"))
 JUDGES = Judges()
 DEFAULT_POLICY: dict[str, Any] = {"max_attempts": 4, "base_delay": 0.2, "max_delay": 10.0}
 
