@@ -1,0 +1,102 @@
+"""Fixtures for the browser tests: one JupyterLab and one Chromium per session, a tab per test.
+
+The whole folder skips, with the reason, when Chromium is not installed; `make check` says so.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.browser import harness
+from tests.browser.harness import ARTIFACTS, ROOT, WORK, LabServer, OpenNotebook
+
+if TYPE_CHECKING:
+    from playwright.sync_api import BrowserContext
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    path = harness.chromium_path()
+    if path is None:
+        pytest.skip(
+            "Chromium is not installed (apt-get install chromium): the browser tests did not run"
+        )
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        pytest.skip("the playwright package is not installed: the browser tests did not run")
+    return path
+
+
+@pytest.fixture(scope="session")
+def scratch(chromium: str) -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="workbook-browser-") as folder:
+        yield Path(folder)
+
+
+@pytest.fixture(scope="session")
+def lab(scratch: Path) -> Iterator[LabServer]:
+    """JupyterLab serving the repo root, started by `$WORKBOOK_JUPYTER_PYTHON` if set."""
+    harness.clear_screenshots()
+    harness.copy_notebooks(ROOT, WORK)
+    server = harness.start_lab(
+        harness.jupyter_python(), ROOT, scratch / "jupyter", ARTIFACTS / "jupyterlab.log"
+    )
+    try:
+        yield server
+    finally:
+        server.stop()
+        # The copies are scratch too; the log stays next to the screenshots.
+        shutil.rmtree(WORK, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium: str, scratch: Path, lab: LabServer) -> Iterator[BrowserContext]:
+    with harness.chromium_context(chromium, scratch / "chromium") as context:
+        yield context
+
+
+@pytest.fixture(scope="session")
+def kernel_prefix(lab: LabServer) -> str:
+    """`sys.prefix` of the interpreter the kernels should run on."""
+    return subprocess.run(
+        [lab.python, "-c", "import sys; print(sys.prefix)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def cell_count(path: Path) -> int:
+    return len(json.loads(path.read_text(encoding="utf-8"))["cells"])
+
+
+@pytest.fixture
+def open_notebook(
+    browser: BrowserContext, lab: LabServer
+) -> Iterator[Callable[[Path], OpenNotebook]]:
+    """Open a notebook (a path under `WORK`) in a new tab; close the tab and kernel after."""
+    opened: list[OpenNotebook] = []
+
+    def open_(path: Path) -> OpenNotebook:
+        page = browser.new_page()
+        page.set_default_timeout(20_000)
+        notebook = OpenNotebook(page, lab, path.relative_to(ROOT).as_posix())
+        page.on("console", lambda m: notebook.console.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: notebook.console.append(f"pageerror: {e}"))
+        opened.append(notebook)
+        notebook.open(cell_count(path))
+        return notebook
+
+    yield open_
+    for notebook in opened:
+        notebook.shut_down()
+        notebook.page.close()

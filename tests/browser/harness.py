@@ -1,0 +1,438 @@
+"""JupyterLab in Chromium, driven the way a learner drives it: open, wait, Run All, read.
+
+Invariants the tests rely on:
+- The server is a throwaway: fresh config, data, runtime, IPython and settings folders, a
+  random token, 127.0.0.1 on a free port. Stopping it twice is harmless.
+- The notebooks opened are copies under `artifacts/browser/work/` (git-ignored), so nothing
+  JupyterLab writes (checkpoints, outputs, autosaves) can touch a tracked file.
+- Every wait polls for a condition with a timeout; nothing sleeps a fixed time to let the
+  browser "catch up".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from playwright.sync_api import BrowserContext, Locator, Page, ViewportSize
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts" / "browser"
+WORK = ARTIFACTS / "work"
+#: Folders copied into `WORK` for each session (a build may load its sibling build).
+COPIED = ("notebooks", "exercises", "solutions")
+
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+#: Any URL whose host is not this machine (data: and blob: URLs are never routed).
+NOT_LOCAL = re.compile(r"^(?!(https?|wss?)://(127\.0\.0\.1|localhost)(:\d+)?(/|$))")
+
+VIEWPORT: ViewportSize = {"width": 1400, "height": 1000}
+
+#: How long JupyterLab may take to answer at all, and a notebook to run top to bottom.
+SERVER_START_TIMEOUT = 60.0
+RUN_ALL_TIMEOUT_MS = 45_000
+#: A re-rendered plot counts as settled once its image has not changed for this long.
+SETTLE_MS = 800
+
+T = TypeVar("T")
+
+
+def chromium_path() -> str | None:
+    """Debian's Chromium (or `$CHROMIUM`), the same lookup `make check` uses."""
+    wanted = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    return shutil.which(wanted) or shutil.which("chromium")
+
+
+def jupyter_python() -> str:
+    """The interpreter that runs JupyterLab and its kernels (`$WORKBOOK_JUPYTER_PYTHON`).
+
+    The Binder check points this at a venv built only from `requirements.txt`.
+    """
+    return os.environ.get("WORKBOOK_JUPYTER_PYTHON") or sys.executable
+
+
+def wait_until(
+    check: Callable[[], T | None],
+    timeout: float,
+    what: str,
+    pause: Callable[[float], object] = time.sleep,
+) -> T:
+    """Poll `check` until it returns something truthy; fail naming `what` after `timeout` s.
+
+    With a page open, `pause` must be the page's own wait: Playwright's sync API handles
+    browser events (routed requests among them) only while Python is inside a Playwright call.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up after {timeout:.0f} s waiting for {what}")
+        pause(0.1)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _write_json(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+
+
+def throwaway_jupyter_env(scratch: Path) -> dict[str, str]:
+    """Environment for a Jupyter that reads and writes only under `scratch`."""
+    config = scratch / "config"
+    settings = config / "lab" / "user-settings"
+    # The news toast would cover the notebook in every screenshot.
+    _write_json(
+        config / "labconfig" / "page_config.json",
+        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}},
+    )
+    # All cells stay in the DOM (no virtual scrolling), so every prompt and output can be read.
+    _write_json(
+        settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings",
+        {"windowingMode": "none"},
+    )
+    # The copies are never saved: a run's outputs stay in the browser.
+    _write_json(
+        settings / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings",
+        {"autosave": False},
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_"))}
+    env.update(
+        JUPYTER_CONFIG_DIR=str(config),
+        JUPYTER_DATA_DIR=str(scratch / "data"),
+        JUPYTER_RUNTIME_DIR=str(scratch / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(scratch / "workspaces"),
+        IPYTHONDIR=str(scratch / "ipython"),
+    )
+    return env
+
+
+@dataclass
+class LabServer:
+    """A running JupyterLab; `stop()` ends it and its process group."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    token: str
+    log: Path
+    python: str
+    pending: list[threading.Thread] = field(default_factory=list)
+    """Kernel shutdowns still in flight; `stop()` lets them finish first."""
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def api(self, path: str, method: str = "GET") -> Any:
+        """JSON from the REST API. Raises `urllib.error.HTTPError` on a non-2xx answer."""
+        request = urllib.request.Request(
+            f"{self.base}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def log_tail(self, lines: int = 30) -> str:
+        text = self.log.read_text(encoding="utf-8", errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """SIGTERM the group (JupyterLab shuts its kernels down), SIGKILL it if it lingers."""
+        for thread in self.pending:
+            thread.join(timeout=10)
+        if self.process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+
+def start_lab(python: str, root: Path, scratch: Path, log: Path) -> LabServer:
+    """Start JupyterLab serving `root`; return once its API answers.
+
+    A free port can be taken between our probe and the server's bind, so a failed bind is
+    retried on a new port (the server itself is told not to wander to another one).
+    """
+    env = throwaway_jupyter_env(scratch)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(3):
+        port, token = free_port(), secrets.token_hex(16)
+        command = [
+            python,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            command.append("--allow-root")
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                command,
+                cwd=root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        server = LabServer(process, port, token, log, python)
+
+        def answering(server: LabServer = server) -> bool | None:
+            if server.process.poll() is not None:
+                return True  # exited: stop waiting and look at why
+            with contextlib.suppress(OSError, ValueError):
+                return server.api("/api/status") is not None
+            return None
+
+        try:
+            wait_until(answering, SERVER_START_TIMEOUT, f"JupyterLab on port {port}")
+        except TimeoutError:
+            server.stop()
+            raise TimeoutError(
+                f"JupyterLab never answered; its log ends:\n{server.log_tail()}"
+            ) from None
+        if process.poll() is None:
+            return server
+        if "already in use" not in server.log_tail():
+            raise RuntimeError(f"JupyterLab exited at start; its log ends:\n{server.log_tail()}")
+    raise RuntimeError("JupyterLab could not bind a free port in three tries")
+
+
+def clear_screenshots() -> None:
+    """Forget the last session's screenshots, so every one in the folder is from this run."""
+    for old in ARTIFACTS.glob("*.png"):
+        old.unlink()
+
+
+def copy_notebooks(root: Path, dest: Path) -> None:
+    """Fresh copies of the notebook folders that exist, without checkpoints."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for name in COPIED:
+        if (root / name).is_dir():
+            shutil.copytree(
+                root / name, dest / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints")
+            )
+
+
+@contextlib.contextmanager
+def chromium_context(executable: str, profile: Path) -> Iterator[BrowserContext]:
+    """A headless Chromium with a fresh profile that can reach only this machine."""
+    from playwright.sync_api import Route, sync_playwright
+
+    def refuse(route: Route) -> None:
+        route.abort()
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=executable,
+            headless=True,
+            args=list(CHROMIUM_ARGS),
+            viewport=VIEWPORT,
+        )
+        try:
+            # A regex is matched inside the browser driver, so requests to this machine never
+            # wait for Python; everything else is aborted.
+            context.route(NOT_LOCAL, refuse)
+            yield context
+        finally:
+            context.close()
+
+
+PROMPTS = ".jp-Notebook .jp-CodeCell .jp-InputPrompt"
+OUTPUTS = ".jp-Notebook .jp-OutputArea-output"
+#: Tracebacks and anything written to stderr render with this MIME type.
+STDERR = f'{OUTPUTS}[data-mime-type="application/vnd.jupyter.stderr"]'
+
+#: Is the Run All that was started finished? No cell is queued or running ("[*]"), and
+#: either every code cell has an execution count or a cell raised, which stops the run
+#: and leaves the rest blank. Only meaningful once every prompt started blank.
+RUN_ALL_DONE = f"""() => {{
+  const prompts = [...document.querySelectorAll('{PROMPTS}')].map(p => p.textContent.trim());
+  const counted = p => /^\\[\\d+\\]:$/.test(p);
+  if (prompts.some(p => p.includes('*'))) return false;
+  if (prompts.length && prompts.every(counted)) return true;
+  return prompts.some(counted) && document.querySelector('{STDERR}') !== null;
+}}"""
+
+ALL_PROMPTS_BLANK = f"""() =>
+  [...document.querySelectorAll('{PROMPTS}')].every(p => !/[0-9*]/.test(p.textContent))
+  && document.querySelectorAll('{OUTPUTS}').length === 0"""
+
+
+@dataclass
+class OpenNotebook:
+    """A notebook open in its own tab, on its own kernel."""
+
+    page: Page
+    server: LabServer
+    path: str
+    """Relative to the served root, with forward slashes (as the sessions API spells it)."""
+    kernel_id: str = ""
+    console: list[str] = field(default_factory=list)
+
+    @property
+    def cells(self) -> Any:
+        return self.page.locator(".jp-Notebook .jp-Cell")
+
+    def open(self, cell_count: int) -> None:
+        """Load JupyterLab on this notebook and wait until its kernel can take a Run All."""
+        # `reset` starts from an empty workspace, so earlier tests' tabs do not reopen.
+        self.page.goto(f"{self.server.base}/lab/tree/{self.path}?reset&token={self.server.token}")
+        self.page.locator(".jp-NotebookPanel").first.wait_for(state="visible", timeout=30_000)
+        self.page.wait_for_function(
+            "n => document.querySelectorAll('.jp-Notebook .jp-Cell').length === n",
+            arg=cell_count,
+            timeout=30_000,
+        )
+        # The file browser only takes room from the notebook in screenshots.
+        self.menu("View", "filebrowser:toggle-main")
+        self.page.locator("#filebrowser").wait_for(state="hidden")
+        self.kernel_id = wait_until(
+            self._kernel_ready, 30.0, f"the kernel of {self.path}", self._pause
+        )
+
+    def _pause(self, seconds: float) -> None:
+        self.page.wait_for_timeout(seconds * 1000)
+
+    def _kernel_ready(self) -> str | None:
+        # The toolbar says "idle" before the session exists, and a Run All sent then is lost:
+        # only a kernel the page is connected to and that is idle can take it. A 500 means the
+        # kernel is still starting.
+        try:
+            sessions = self.server.api("/api/sessions")
+        except (urllib.error.HTTPError, OSError):
+            return None
+        for session in sessions:
+            kernel = session.get("kernel") or {}
+            if (
+                session.get("path") == self.path
+                and kernel.get("connections", 0) > 0
+                and kernel.get("execution_state") == "idle"
+            ):
+                return str(kernel["id"])
+        return None
+
+    def menu(self, menu: str, command: str) -> None:
+        """Click a top menu (e.g. "Run"), then its item for `command` (`data-command`)."""
+        self.page.locator(".lm-MenuBar-item", has_text=re.compile(f"^{menu}$")).click()
+        item = self.page.locator(f'.lm-Menu-item[data-command="{command}"]')
+        item.click()
+        item.wait_for(state="detached")
+
+    def clear_all_outputs(self) -> None:
+        """What a learner sees after Edit > Clear Outputs of All Cells: blank prompts."""
+        self.menu("Edit", "editmenu:clear-all")
+        self.page.wait_for_function(ALL_PROMPTS_BLANK, timeout=10_000)
+
+    def run_all(self) -> None:
+        """Clear every output, Run > Run All Cells, and wait until the run has finished or
+        stopped on an error. Clearing first means a stored "[7]:" is never mistaken for a
+        fresh one (notebooks may be saved with their outputs)."""
+        self.clear_all_outputs()
+        self.menu("Run", "runmenu:run-all")
+        self.page.wait_for_function(RUN_ALL_DONE, timeout=RUN_ALL_TIMEOUT_MS, polling=100)
+
+    def prompts(self) -> list[str]:
+        texts: list[str] = self.page.locator(
+            ".jp-Notebook .jp-CodeCell .jp-InputPrompt"
+        ).evaluate_all("ps => ps.map(p => p.textContent.trim())")
+        return texts
+
+    def output_text(self, index: int) -> str:
+        """The text of cell `index`'s outputs (notebook order, markdown cells included)."""
+        text: str = self.cells.nth(index).locator(".jp-OutputArea").evaluate("el => el.innerText")
+        return text
+
+    def all_output_text(self) -> str:
+        texts: list[str] = self.page.locator(".jp-Notebook .jp-OutputArea").evaluate_all(
+            "areas => areas.map(a => a.innerText)"
+        )
+        return "\n".join(texts)
+
+    def error_outputs(self) -> list[str]:
+        """Outputs rendered as errors or stderr (a traceback is one of these)."""
+        texts: list[str] = self.page.locator(STDERR).evaluate_all(
+            "outs => outs.map(o => o.innerText)"
+        )
+        return texts
+
+    def screenshot(self, name: str, element: Locator | None = None) -> Path:
+        """`artifacts/browser/<name>.png`: the window, or all of `element` however tall."""
+        path = ARTIFACTS / f"{name}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if element is None:
+            self.page.screenshot(path=str(path))
+            return path
+        # JupyterLab fills the window and scrolls inside it, so a tall element is cut off at
+        # the window's edge: grow the window to fit it, then put it back.
+        box = element.bounding_box()
+        tall = int(box["height"]) + 300 if box else VIEWPORT["height"]
+        self.page.set_viewport_size({"width": VIEWPORT["width"], "height": max(tall, 1000)})
+        try:
+            element.scroll_into_view_if_needed()
+            element.screenshot(path=str(path))
+        finally:
+            self.page.set_viewport_size(VIEWPORT)
+        return path
+
+    def shut_down(self) -> None:
+        """Stop this notebook's kernel, in the background: the server answers only once the
+        kernel has exited, and the next test need not wait for that (`LabServer.stop` does)."""
+
+        def delete() -> None:
+            with contextlib.suppress(urllib.error.HTTPError, OSError):
+                for session in self.server.api("/api/sessions"):
+                    if session.get("path") == self.path:
+                        self.server.api(f"/api/sessions/{session['id']}", method="DELETE")
+
+        thread = threading.Thread(target=delete, name=f"shut down {self.path}", daemon=True)
+        thread.start()
+        self.server.pending.append(thread)
