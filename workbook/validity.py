@@ -137,8 +137,11 @@ def solution_line(result: SubmissionResult) -> Line:
     summary = f"{result.score}/{result.max_score} points ({result.seconds:.2f} s)"
     if result.score == result.max_score and result.status == "graded":
         return Line("solution", True, summary)
-    details = [f"{t.name}: {t.message.splitlines()[0] if t.message else ''}" for t in result.tests]
-    details = [d for d, t in zip(details, result.tests, strict=True) if not t.passed]
+    details = []
+    for test in result.tests:
+        if not test.passed:
+            details.append(f"{test.name}:")
+            details.extend(f"  {text}" for text in test.message.splitlines()[:4])
     if result.status != "graded":
         details.insert(0, f"status {result.status}: {result.reason}")
     return Line("solution", False, summary + ": the solution must earn every point", details)

@@ -180,7 +180,15 @@ class ForkServer:
 
 @dataclass
 class _Job:
-    """The parent's view of one worker: which probe is in flight, what came back."""
+    """The parent's view of one worker: which probe is in flight, what came back.
+
+    The worker writes, in order: ``loaded``, then per probe ``start`` and one report
+    (``done``, ``timeout`` or ``probe_error``), then ``end``. A report counts only once the
+    worker confirms it by going on (the next ``start``, or ``end``): a report forged by the
+    learner's code, which runs in the worker, is followed by the probe's real report or by no
+    confirmation at all. Anything off this sequence is a deviation, and every report of the
+    worker is void: once something else writes on the channel, none of it can be trusted.
+    """
 
     names: list[str]
     suffix: str
@@ -191,6 +199,8 @@ class _Job:
     started: list[str] = field(default_factory=list)
     current: str | None = None
     records: dict[str, ProbeRecord] = field(default_factory=dict)
+    unconfirmed: str | None = None
+    ended: bool = False
     deviation: str | None = None
     deadline: float = 0.0
 
@@ -216,6 +226,9 @@ class _Job:
             else:
                 self.deviation = f"a {kind!r} report before the answers had loaded"
             return
+        if self.ended:
+            self.deviation = f"a {kind!r} report after the worker's last one"
+            return
         if self.current is None:
             expected = (
                 self.names[len(self.started)] if len(self.started) < len(self.names) else None
@@ -223,7 +236,10 @@ class _Job:
             if kind == "start" and expected is not None and event.get("probe") == expected:
                 self.current = expected
                 self.started.append(expected)
+                self.unconfirmed = None
                 self.deadline = now + step
+            elif kind == "end" and expected is None:
+                self.ended, self.unconfirmed = True, None
             else:
                 self.deviation = f"an unexpected {kind!r} report between probes"
             return
@@ -244,7 +260,19 @@ class _Job:
             )
         self.records[name] = record
         self.current = None
+        self.unconfirmed = name
         self.deadline = now + step
+
+    def settle(self) -> None:
+        """Once the worker is gone: void what a deviation taints or nothing confirmed."""
+        if self.deviation is not None:
+            reason = _void_reason(self.deviation)
+            for name in self.records:
+                self.records[name] = ProbeRecord(self.key(name), "void", None, reason)
+        elif self.unconfirmed is not None:
+            name = self.unconfirmed
+            reason = _void_reason("the worker ended right after this report, unconfirmed")
+            self.records[name] = ProbeRecord(self.key(name), "void", None, reason)
 
 
 def _timeout_reason(limits: Limits) -> str:
@@ -461,6 +489,7 @@ class Runner:
                 return
             job = _Job(pending, suffix, self.limits, source.read_text(encoding="utf-8"))
             code = self._run_job(run, scratch, source, suite, job, hashseed)
+            job.settle()
             run.records.update({job.key(n): r for n, r in job.records.items()})
             reason = job.load_error
             if reason is None and not job.loaded and not job.deviation:
@@ -495,12 +524,14 @@ class Runner:
             if not done:  # the worker made no progress: the next probe takes the blame
                 name = pending[0]
                 done.add(name)
-                reason = (
-                    _void_reason(job.deviation)
-                    if job.deviation
-                    else _exit_reason(code if isinstance(code, int) else None)
-                )
-                run.records[name + suffix] = ProbeRecord(name + suffix, "crashed", None, reason)
+                if job.deviation:
+                    status, reason = "void", _void_reason(job.deviation)
+                else:
+                    status, reason = (
+                        "crashed",
+                        _exit_reason(code if isinstance(code, int) else None),
+                    )
+                run.records[name + suffix] = ProbeRecord(name + suffix, status, None, reason)
             pending = [n for n in pending if n not in done]
 
     def _run_job(
@@ -581,14 +612,17 @@ class Runner:
                 return exit_code if isinstance(exit_code, int) else None
 
     def _keep_output(self, run: ProbeRun, path: Path) -> None:
+        """Keep the start of what the worker printed (up to the limit), never parse it."""
         try:
             size = path.stat().st_size
             with path.open("rb") as captured:
-                room = max(self.limits.output_bytes - len(run.output.encode()), 0)
-                text = captured.read(room).decode("utf-8", "replace")
+                room = max(self.limits.output_bytes - run.output_bytes, 0)
+                kept = captured.read(room)
         except OSError:
             return
-        run.output += text
+        run.output += kept.decode("utf-8", "replace")
+        if size > len(kept) and run.output_bytes + len(kept) >= self.limits.output_bytes:
+            run.output += f"\n[output cut here by the grader: {size - len(kept)} bytes not kept]\n"
         run.output_bytes += size
 
 

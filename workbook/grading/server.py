@@ -241,6 +241,7 @@ def _worker(job: dict[str, Any], probes: Probes, results_fd: int, output_fd: int
                 event = {"event": "probe_error", "probe": name, "error": raised(exc)}
             event["seconds"] = round(time.perf_counter() - started, 4)
             channel.send(event)
+        channel.send({"event": "end"})
     except BaseException:  # the runner sees the exit code and the events
         code = 70
     finally:

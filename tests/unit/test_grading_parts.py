@@ -1,0 +1,260 @@
+"""The grading machinery's parts, without a child process: mutants, observations, judging,
+the report protocol and the exercise/solution structure check."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from workbook.grading import Limits, Mutant, SuiteError
+from workbook.grading.judging import Fail, Judges, Observed, equal, ok, same_value, verdict
+from workbook.grading.observe import attempt, plain, vrun
+from workbook.grading.results import ProbeRecord
+from workbook.grading.runner import _Job
+from workbook.grading.suites import Edit, load_mutants
+from workbook.validity import structure
+
+# ── mutants ────────────────────────────────────────────────────────────────────────────
+
+
+def test_a_mutant_edits_exactly_once() -> None:
+    mutant = Mutant("m", "bug", (Edit("return 1", "return 2"), Edit("a = 0", "a = 1")))
+    assert mutant.apply("a = 0\ndef f():\n    return 1\n") == "a = 1\ndef f():\n    return 2\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "words"),
+    [("def f():\n    return 3\n", "not found"), ("return 1\nreturn 1", "2 times")],
+)
+def test_a_mutant_that_no_longer_applies_fails_loudly(source: str, words: str) -> None:
+    with pytest.raises(SuiteError, match=words):
+        Mutant("m", "bug", (Edit("return 1", "return 2"),)).apply(source)
+
+
+def test_mutants_file_errors_name_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "mutants.toml"
+    path.write_text('[[mutant]]\nname = "x"\nbug = "y"\n')
+    with pytest.raises(SuiteError, match="mutant #1: missing 'edit'"):
+        load_mutants(path)
+    twice = '[[mutant]]\nname = "x"\nbug = "y"\n[[mutant.edit]]\nold = "a"\nnew = "b"\n'
+    path.write_text(twice * 2)
+    with pytest.raises(SuiteError, match="appears twice"):
+        load_mutants(path)
+    assert load_mutants(tmp_path / "absent.toml") == ()
+
+
+# ── observations ───────────────────────────────────────────────────────────────────────
+
+
+class LyingStr(str):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+
+def test_plain_keeps_exact_json_types_and_tags_the_rest() -> None:
+    assert plain([1, 1.5, True, None, "x", (2, 3), {"k": [4]}]) == [
+        1,
+        1.5,
+        True,
+        None,
+        "x",
+        [2, 3],
+        {"k": [4]},
+    ]
+    assert plain(math.nan) == {"float": "nan"}
+    assert plain(-math.inf) == {"float": "-inf"}
+    lying = plain(LyingStr("abc"))
+    assert lying == {"type": "LyingStr", "repr": "'abc'"}
+    assert plain({1: "x"})["type"] == "dict"  # keys JSON cannot hold
+
+
+def test_plain_survives_a_repr_that_raises() -> None:
+    class Bad:
+        def __repr__(self) -> str:
+            raise RuntimeError("no")
+
+    assert plain(Bad()) == {
+        "type": "test_plain_survives_a_repr_that_raises.<locals>.Bad",
+        "repr": "<test_plain_survives_a_repr_that_raises.<locals>.Bad (its repr raised)>",
+    }
+
+
+def test_attempt_reports_exceptions_by_name_and_missing_names() -> None:
+    assert attempt(lambda: 1 / 0) == {"raised": "ZeroDivisionError", "message": "division by zero"}
+    assert attempt(lambda: 42) == {"ok": 42}
+
+    def exits() -> None:
+        raise SystemExit(3)
+
+    assert attempt(exits)["raised"] == "SystemExit"
+
+
+def test_vrun_reports_virtual_time_and_blocking_sleeps() -> None:
+    import asyncio
+
+    async def waits(clock: object) -> str:
+        await asyncio.sleep(5)
+        return "done"
+
+    seen = vrun(waits)
+    assert (seen["ok"], seen["elapsed"], seen["blocking"]) == ("done", 5.0, 0.0)
+    assert seen["real"] < 1.0
+
+    async def forever(clock: object) -> None:
+        while True:
+            await asyncio.sleep(60)
+
+    assert vrun(forever, deadline=600)["raised"] == "VirtualDeadline"
+
+
+# ── judging ────────────────────────────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("got", "expected", "same"),
+    [
+        (1, 1, True),
+        (1, 1.0, False),
+        (True, 1, False),
+        ("a", "a", True),
+        ([1, 2.0], [1, 2.0], True),
+        ([1, 2], [1, 2.0], False),
+        ({"type": "LyingStr", "repr": "'a'"}, "a", False),
+        (0.30000000000000004, 0.3, False),
+    ],
+)
+def test_same_value_is_exact_in_type(got: object, expected: object, same: bool) -> None:
+    assert same_value(got, expected) is same
+
+
+def test_same_value_tolerance_is_for_floats_only() -> None:
+    assert same_value(0.6000001, 0.6, tolerance=2e-6)
+    assert not same_value(0.61, 0.6, tolerance=2e-6)
+
+
+def test_a_judge_passes_only_on_positive_evidence() -> None:
+    judges = Judges()
+
+    @judges.add("t")
+    def judge(obs: Observed) -> None:
+        equal("f()", ok(obs("t"), "f()"), 2)
+
+    def verdict_on(record: ProbeRecord) -> str | None:
+        return verdict(judges.by_name["t"], Observed({"t": record}))
+
+    assert verdict_on(ProbeRecord("t", "done", {"ok": 2})) is None
+    assert "not done yet" in str(
+        verdict_on(ProbeRecord("t", "done", {"raised": "NotImplementedError"}))
+    )
+    assert "timed out" in str(verdict_on(ProbeRecord("t", "timeout", None, "timed out: x")))
+    assert verdict(judges.by_name["t"], Observed({})) == "probe t did not run"
+    with pytest.raises(Fail, match="expected: 2"):
+        judge(Observed({"t": ProbeRecord("t", "done", {"ok": 3})}))
+
+
+# ── the report protocol ────────────────────────────────────────────────────────────────
+
+
+def job(*events: dict[str, object]) -> _Job:
+    j = _Job(["a", "b"], "", Limits(), "")
+    for event in events:
+        j.feed(json.dumps(event).encode(), now=0.0)
+    return j
+
+
+LOADED = {"event": "loaded"}
+
+
+def start(name: str) -> dict[str, object]:
+    return {"event": "start", "probe": name}
+
+
+def done(name: str, value: object = 1) -> dict[str, object]:
+    return {"event": "done", "probe": name, "obs": {"ok": value}}
+
+
+def test_the_honest_sequence_is_accepted() -> None:
+    j = job(LOADED, start("a"), done("a"), start("b"), done("b", 2), {"event": "end"})
+    j.settle()
+    assert {n: (r.status, r.obs) for n, r in j.records.items()} == {
+        "a": ("done", {"ok": 1}),
+        "b": ("done", {"ok": 2}),
+    }
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        # a forged report for b, then b's real one
+        (LOADED, start("a"), done("a"), start("b"), done("b", 9), done("b", 2)),
+        # a forged report and a forged start of the next probe
+        (LOADED, start("a"), done("a"), start("b"), done("b", 9), start("a")),
+        # a report before anything loaded
+        (done("a"),),
+        # probes out of order
+        (LOADED, start("b")),
+    ],
+)
+def test_any_deviation_voids_every_report_of_the_worker(
+    events: tuple[dict[str, object], ...],
+) -> None:
+    j = job(*events)
+    j.settle()
+    assert j.deviation is not None
+    assert all(r.status == "void" for r in j.records.values())
+
+
+def test_an_unconfirmed_last_report_is_void() -> None:
+    j = job(LOADED, start("a"), done("a"), start("b"), done("b", 2))  # then the worker died
+    j.settle()
+    assert (j.records["a"].status, j.records["b"].status) == ("done", "void")
+
+
+def test_a_line_that_is_not_json_is_a_deviation() -> None:
+    j = _Job(["a"], "", Limits(), "")
+    j.feed(b"all tests passed!", now=0.0)
+    assert j.deviation is not None
+
+
+# ── exercise and solution structure ────────────────────────────────────────────────────
+
+Make = Callable[..., Path]
+
+
+def test_notebooks_that_differ_only_in_answers_have_the_same_structure(
+    make_notebook: Make,
+) -> None:
+    exercise = make_notebook(
+        ("md", "# Step"), ("answer", "raise NotImplementedError"), ("", "check()"), name="ex.ipynb"
+    )
+    solution = make_notebook(
+        ("md", "# Step"), ("answer", "x = 1"), ("", "check()"), name="sol.ipynb"
+    )
+    line = structure(exercise, solution)
+    assert line.ok, line.details
+    assert "1 answer cells" in line.summary
+
+
+@pytest.mark.parametrize(
+    ("solution_cells", "words"),
+    [
+        ((("md", "# Step!"), ("answer", "x = 1"), ("", "check()")), "cell 1 (markdown) differs"),
+        ((("md", "# Step"), ("setup", "x = 1"), ("", "check()")), "cell 2: tags"),
+        ((("md", "# Step"), ("answer", "x = 1")), "3 cells in the exercise, 2 in the solution"),
+        ((("md", "# Step"), ("answer", "x = 1"), ("", "check(1)")), "cell 3 (code) differs"),
+    ],
+)
+def test_structure_drift_is_reported(
+    make_notebook: Make, solution_cells: tuple[tuple[str, str], ...], words: str
+) -> None:
+    exercise = make_notebook(("md", "# Step"), ("answer", "pass"), ("", "check()"), name="ex.ipynb")
+    solution = make_notebook(*solution_cells, name="sol.ipynb")
+    line = structure(exercise, solution)
+    assert not line.ok
+    assert any(words in detail for detail in line.details), line.details

@@ -1,0 +1,442 @@
+"""The runner on small synthetic submissions: every way a submission can break costs only what
+it broke, with a reason, and nothing raises out of the runner.
+
+The suite here is a toy: three probes calling the submission's ``a()``, ``b()`` and ``c()``
+(judged to return 1, 2 and 3) and one probe run in both interpreters. One runner with short
+limits serves the whole module, so the walls are proven on the servers a batch would reuse.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from workbook.grading import Limits, Runner, SubmissionResult, Suite, load_suite
+from workbook.grading.sandbox import PIDS_ROOT
+from workbook.manifest import Entry
+from workbook.manifest import TestSpec as Spec
+
+PROBES = """
+import os
+from workbook.grading.observe import Probes, attempt, need
+
+PROBES = Probes()
+
+for _name in ("a", "b", "c"):
+    PROBES.add(_name)(lambda ns, name=_name: attempt(lambda: need(ns, name)()))
+
+
+@PROBES.add("seed", interpreters=2)
+def seed(ns):
+    return {"hash": hash("run-it-twice"), "key": attempt(lambda: need(ns, "key")())}
+"""
+
+JUDGES = """
+from workbook.grading.judging import Fail, Judges, check, equal, ok
+
+JUDGES = Judges()
+
+for _name, _value in (("a", 1), ("b", 2), ("c", 3)):
+
+    def _judge(obs, name=_name, value=_value):
+        equal(f"{name}()", ok(obs(name), f"{name}()"), value)
+
+    JUDGES.add(_name)(_judge)
+
+
+@JUDGES.add("seed")
+def _seed(obs):
+    here, there = obs("seed"), obs("seed", interpreter=2)
+    check(here["hash"] != there["hash"], "hash", "equal", "different hash seeds")
+    equal("key() in a second interpreter", there["key"], here["key"])
+    ok(here["key"], "key()")
+"""
+
+GOOD = """
+def a():
+    return 1
+
+def b():
+    return 2
+
+def c():
+    return 3
+
+def key():
+    return "k"
+"""
+
+LIMITS = Limits(probe_seconds=0.4, grace_seconds=0.4, load_seconds=1.0, budget_seconds=8.0)
+ENTRY = Entry(
+    number="99",
+    kind="build",
+    title="toy",
+    path="toy.ipynb",
+    outcome="",
+    tests=tuple(Spec(n, 1, f"hint {n}") for n in ("a", "b", "c", "seed")),
+)
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
+    hidden = tmp_path_factory.mktemp("hidden")
+    folder = hidden / "build99"
+    folder.mkdir()
+    (folder / "probes.py").write_text(PROBES)
+    (folder / "judges.py").write_text(JUDGES)
+    return load_suite("99", hidden)
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[Runner]:
+    with Runner(LIMITS) as runner:
+        yield runner.start()
+
+
+def grade(runner: Runner, suite: Suite, source: str) -> SubmissionResult:
+    return runner.grade_source("99", textwrap.dedent(source), suite=suite, entry=ENTRY)
+
+
+def scores(result: SubmissionResult) -> dict[str, int]:
+    return {t.name: t.points for t in result.tests}
+
+
+def with_b(body: str) -> str:
+    """The good submission with `b` replaced by `body` (a full ``def b(): ...``)."""
+    good = textwrap.dedent(GOOD)
+    return good.replace("def b():\n    return 2\n", textwrap.dedent(body))
+
+
+def test_a_correct_submission_earns_every_point(runner: Runner, suite: Suite) -> None:
+    result = grade(runner, suite, GOOD)
+    assert scores(result) == {"a": 1, "b": 1, "c": 1, "seed": 1}
+    assert (result.status, result.reason) == ("graded", "")
+
+
+def test_grading_twice_gives_the_same_result(runner: Runner, suite: Suite) -> None:
+    source = with_b("def b():\n    return 2.0\n")
+    first, second = grade(runner, suite, source), grade(runner, suite, source)
+    assert [(t.name, t.points, t.message) for t in first.tests] == [
+        (t.name, t.points, t.message) for t in second.tests
+    ]
+
+
+def test_a_wrong_type_is_not_a_right_value(runner: Runner, suite: Suite) -> None:
+    result = grade(runner, suite, with_b("def b():\n    return 2.0\n"))
+    assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
+    assert "got:      2.0" in result.test("b").message
+
+
+def test_an_object_that_equals_everything_earns_nothing(runner: Runner, suite: Suite) -> None:
+    source = with_b(
+        """
+        class Liar(int):
+            def __eq__(self, other):
+                return True
+            __hash__ = int.__hash__
+
+        def b():
+            return Liar(5)
+        """
+    )
+    result = grade(runner, suite, source)
+    assert scores(result)["b"] == 0
+    assert "a Liar object" in result.test("b").message
+
+
+def test_a_hang_costs_only_its_own_points(runner: Runner, suite: Suite) -> None:
+    start = time.perf_counter()
+    result = grade(runner, suite, with_b("def b():\n    while True:\n        pass\n"))
+    assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
+    assert result.test("b").message.startswith("timed out")
+    assert result.status == "partial"
+    assert time.perf_counter() - start < 3.0
+
+
+def test_a_hang_that_swallows_the_alarm_is_killed(runner: Runner, suite: Suite) -> None:
+    source = with_b(
+        """
+        def b():
+            while True:
+                try:
+                    while True:
+                        pass
+                except BaseException:
+                    pass
+        """
+    )
+    result = grade(runner, suite, source)
+    assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
+    assert "timed out" in result.test("b").message
+
+
+def test_os_exit_crashes_only_its_probe(runner: Runner, suite: Suite) -> None:
+    result = grade(runner, suite, with_b("import os\n\ndef b():\n    os._exit(3)\n"))
+    assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
+    assert "exited with code 3" in result.test("b").message
+
+
+def test_a_segfault_crashes_only_its_probe(runner: Runner, suite: Suite) -> None:
+    source = with_b("import ctypes\n\ndef b():\n    return ctypes.string_at(0)\n")
+    result = grade(runner, suite, source)
+    assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
+    assert "segmentation fault" in result.test("b").message
+
+
+def test_sys_exit_in_a_function_is_an_observation(runner: Runner, suite: Suite) -> None:
+    result = grade(runner, suite, with_b("import sys\n\ndef b():\n    sys.exit(0)\n"))
+    assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
+    assert "raised SystemExit" in result.test("b").message
+
+
+def test_sys_exit_at_load_zeroes_everything_with_a_reason(runner: Runner, suite: Suite) -> None:
+    result = grade(runner, suite, "import sys\nsys.exit(1)\n" + GOOD)
+    assert sum(scores(result).values()) == 0
+    assert result.status == "error"
+    assert "SystemExit" in result.reason
+
+
+def test_an_endless_loop_at_load_zeroes_everything(runner: Runner, suite: Suite) -> None:
+    result = grade(runner, suite, "while True:\n    pass\n" + GOOD)
+    assert sum(scores(result).values()) == 0
+    assert "did not finish running" in result.reason
+
+
+def test_stderr_noise_loses_nothing(runner: Runner, suite: Suite) -> None:
+    source = with_b(
+        """
+        import sys
+        import warnings
+
+        def b():
+            print("debug: computing b", file=sys.stderr)
+            warnings.warn("b is deprecated")
+            print("b says hello")
+            return 2
+        """
+    )
+    result = grade(runner, suite, source)
+    assert scores(result) == {"a": 1, "b": 1, "c": 1, "seed": 1}
+    assert "debug: computing b" in result.output
+    assert "b says hello" in result.output
+
+
+def test_huge_output_is_capped_and_costs_nothing(runner: Runner, suite: Suite) -> None:
+    source = with_b(
+        """
+        import os
+
+        def b():
+            for _ in range(200):
+                print("x" * 50_000)
+            os.write(2, b"y" * 100_000)
+            return 2
+        """
+    )
+    result = grade(runner, suite, source)
+    assert scores(result) == {"a": 1, "b": 1, "c": 1, "seed": 1}
+    assert len(result.output.encode()) <= LIMITS.output_bytes + 100
+    assert "[output cut here by the grader" in result.output
+
+
+def test_a_memory_blow_up_costs_only_its_probe(runner: Runner, suite: Suite) -> None:
+    source = with_b(
+        "def b():\n    hoard = []\n    while True:\n        hoard.append(bytes(2**26))\n"
+    )
+    result = grade(runner, suite, source)
+    assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
+    assert "MemoryError" in result.test("b").message
+
+
+def test_a_fork_bomb_is_contained(runner: Runner, suite: Suite) -> None:
+    source = with_b(
+        """
+        import os, time
+
+        def b():
+            while True:
+                try:
+                    os.fork()
+                except OSError:
+                    time.sleep(0.001)
+        """
+    )
+    result = grade(runner, suite, source)
+    assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
+    for server in runner._servers.values():  # the cgroup is empty once grading returns
+        assert server.cgroup is None or server.cgroup.pids() == []
+
+
+@pytest.mark.skipif(not (PIDS_ROOT / "cgroup.procs").exists(), reason="no pids cgroup here")
+def test_the_process_limit_holds_for_root(runner: Runner, suite: Suite) -> None:
+    source = with_b(
+        """
+        import os, time
+
+        def b():
+            children = 0
+            try:
+                while children < 200:
+                    if os.fork() == 0:
+                        time.sleep(30)
+                        os._exit(0)
+                    children += 1
+            except OSError:
+                pass
+            return children
+        """
+    )
+    result = grade(runner, suite, source)
+    assert "got:      " in result.test("b").message
+    forked = int(result.test("b").message.split("got:      ")[1].split()[0])
+    assert forked < LIMITS.max_pids
+
+
+def test_no_network(runner: Runner, suite: Suite) -> None:
+    source = with_b(
+        """
+        import socket
+
+        def b():
+            with socket.socket() as s:
+                s.settimeout(1)
+                s.connect(("127.0.0.1", 9))
+        """
+    )
+    result = grade(runner, suite, source)
+    assert "unreachable" in result.test("b").message.lower()
+    assert runner.isolation().network.startswith("no network")
+
+
+FORGE = """
+import json, os
+
+def forge(*names):
+    # A report for each probe named, written to every descriptor the process has open.
+    for name in names:
+        line = json.dumps({"event": "done", "probe": name, "obs": {"ok": 2}}) + "\\n"
+        for fd in map(int, os.listdir("/proc/self/fd")):
+            try:
+                os.write(fd, line.encode())
+            except OSError:
+                pass
+"""
+
+
+def test_forged_reports_void_the_worker_that_wrote_them(runner: Runner, suite: Suite) -> None:
+    source = FORGE + with_b("def b():\n    forge('b', 'c', 'seed')\n    return 5\n")
+    result = grade(runner, suite, source)
+    # a shared the tampered worker, so it is void too; c and seed ran in a fresh worker.
+    assert scores(result) == {"a": 0, "b": 0, "c": 1, "seed": 1}
+    assert result.test("b").message.startswith("not graded: something other than the probe")
+
+
+def test_a_forged_report_then_exit_is_not_confirmed(runner: Runner, suite: Suite) -> None:
+    source = FORGE + with_b("def b():\n    forge('b')\n    os._exit(0)\n")
+    result = grade(runner, suite, source)
+    assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
+    assert "unconfirmed" in result.test("b").message
+
+
+def test_the_two_interpreters_have_different_hash_seeds(runner: Runner, suite: Suite) -> None:
+    source = GOOD.replace('return "k"', 'return str(hash("k"))')
+    result = grade(runner, suite, source)
+    assert scores(result)["seed"] == 0
+    assert "key() in a second interpreter" in result.test("seed").message
+
+
+def test_files_stay_in_a_scratch_folder(runner: Runner, suite: Suite) -> None:
+    source = with_b(
+        """
+        import os
+
+        def b():
+            with open("notes.txt", "w") as out:
+                out.write("hi")
+            return os.getcwd()
+        """
+    )
+    result = grade(runner, suite, source)
+    assert "rit-grade-" in result.test("b").message
+    assert not Path("notes.txt").exists()
+
+
+def test_a_notebook_that_is_not_json_scores_zero_with_a_reason(
+    runner: Runner, suite: Suite, tmp_path: Path
+) -> None:
+    path = tmp_path / "broken.ipynb"
+    path.write_text("{not json")
+    result = runner.grade_notebook("99", path, suite=suite, entry=ENTRY)
+    assert sum(scores(result).values()) == 0
+    assert result.status == "error"
+    assert "not a notebook (invalid JSON" in result.reason
+    assert all(t.message == result.reason for t in result.tests)
+
+
+def test_a_notebook_without_answer_cells_scores_zero(
+    runner: Runner, suite: Suite, make_notebook: object
+) -> None:
+    path = make_notebook(("setup", "x = 1"), ("", "y = 2"))  # type: ignore[operator]
+    result = runner.grade_notebook("99", path, suite=suite, entry=ENTRY)
+    assert result.status == "error"
+    assert "no cell tagged 'answer'" in result.reason
+
+
+def test_a_syntax_error_names_the_cell(runner: Runner, suite: Suite, make_notebook: object) -> None:
+    path = make_notebook(("answer", GOOD), ("answer", "def broken(:\n    pass"))  # type: ignore[operator]
+    result = runner.grade_notebook("99", path, suite=suite, entry=ENTRY)
+    assert result.status == "error"
+    assert "cell 2 (answer" in result.reason
+
+
+def test_an_error_at_load_names_the_cell(
+    runner: Runner, suite: Suite, make_notebook: object
+) -> None:
+    path = make_notebook(  # type: ignore[operator]
+        ("setup", "import math"), ("answer", GOOD), ("answer", "undefined_name + 1")
+    )
+    result = runner.grade_notebook("99", path, suite=suite, entry=ENTRY)
+    assert result.status == "error"
+    assert "NameError" in result.reason
+    assert "cell 3 (answer)" in result.reason
+
+
+def test_a_good_notebook_is_graded_through_the_export_path(
+    runner: Runner, suite: Suite, make_notebook: object
+) -> None:
+    path = make_notebook(("md", "# toy"), ("answer", GOOD), ("", "print(a())"))  # type: ignore[operator]
+    result = runner.grade_notebook("99", path, suite=suite, entry=ENTRY)
+    assert scores(result) == {"a": 1, "b": 1, "c": 1, "seed": 1}
+
+
+def test_a_dead_server_is_replaced(runner: Runner, suite: Suite) -> None:
+    # The learner's code runs as root here: it can kill the server that forked it.
+    source = with_b("import os, signal\n\ndef b():\n    os.kill(os.getppid(), signal.SIGKILL)\n")
+    result = grade(runner, suite, source)
+    assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
+    assert scores(grade(runner, suite, GOOD)) == {"a": 1, "b": 1, "c": 1, "seed": 1}
+
+
+def test_no_process_is_left_behind(runner: Runner, suite: Suite) -> None:
+    source = with_b(
+        """
+        import os, time
+
+        def b():
+            if os.fork() == 0:
+                os.setsid()  # even a child that leaves the session
+                time.sleep(60)
+            return 2
+        """
+    )
+    grade(runner, suite, source)
+    servers = list(runner._servers.values())
+    for server in servers:
+        assert server.cgroup is None or server.cgroup.pids() == []
+    assert all(server.alive() for server in servers)
+    assert os.getpid()  # and this process is, of course, still here
