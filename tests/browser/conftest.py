@@ -5,6 +5,7 @@ The whole folder skips, with the reason, when Chromium is not installed; `make c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -47,15 +48,17 @@ def lab(scratch: Path) -> Iterator[LabServer]:
     """JupyterLab serving the repo root, started by `$WORKBOOK_JUPYTER_PYTHON` if set."""
     harness.clear_screenshots()
     harness.copy_notebooks(ROOT, WORK)
-    server = harness.start_lab(
-        harness.jupyter_python(), ROOT, scratch / "jupyter", ARTIFACTS / "jupyterlab.log"
-    )
+    log = scratch / "jupyterlab.log"
+    server = harness.start_lab(harness.jupyter_python(), ROOT, scratch / "jupyter", log)
     try:
         yield server
     finally:
         server.stop()
-        # The copies are scratch too; the log stays next to the screenshots.
+        # The copies are scratch too; the server's log goes next to the screenshots.
         shutil.rmtree(WORK, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            WORK.parent.rmdir()  # only once no other session is using it
+        shutil.copyfile(log, ARTIFACTS / "jupyterlab.log")
 
 
 @pytest.fixture(scope="session")

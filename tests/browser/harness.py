@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "browser"
-WORK = ARTIFACTS / "work"
+#: This session's copies; per process, so two suites running in one checkout never collide.
+WORK = ARTIFACTS / "work" / f"session-{os.getpid()}"
 #: Folders copied into `WORK` for each session (a build may load its sibling build).
 COPIED = ("notebooks", "exercises", "solutions")
 
