@@ -168,6 +168,7 @@ def mutant_lines(suite: Suite, source: str, pool: Pool, build: str, entry: Entry
         return index, result
 
     lines = []
+    start = time.perf_counter()
     for index, outcome in pool.map(grade, list(range(len(suite.mutants)))):
         mutant = suite.mutants[index]
         name = f"mutant {mutant.name}"
@@ -181,6 +182,10 @@ def mutant_lines(suite: Suite, source: str, pool: Pool, build: str, entry: Entry
             killers = outcome.failed
             shown = ", ".join(killers[:3]) + (f" (+{len(killers) - 3})" if len(killers) > 3 else "")
             lines.append(Line(name, True, f"killed by {shown}"))
+    killed = sum(line.ok for line in lines)
+    seconds = time.perf_counter() - start
+    summary = f"{killed} of {len(lines)} killed ({seconds:.1f} s)"
+    lines.append(Line("mutants", killed == len(lines) and bool(lines), summary))
     return lines
 
 
