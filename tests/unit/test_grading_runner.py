@@ -362,7 +362,7 @@ def test_files_stay_in_a_scratch_folder(runner: Runner, suite: Suite) -> None:
         """
     )
     result = grade(runner, suite, source)
-    assert "rit-grade-" in result.test("b").message
+    assert "-grade-" in result.test("b").message
     assert not Path("notes.txt").exists()
 
 

@@ -83,7 +83,7 @@ class ForkServer:
         self.cgroup: PidsCgroup | None = None
         self.network = "not started"
         self.hash_probe: int | None = None
-        self._home = Path(tempfile.mkdtemp(prefix="rit-server-", dir=SCRATCH_ROOT))
+        self._home = Path(tempfile.mkdtemp(prefix=f"rit-{os.getpid()}-server-", dir=SCRATCH_ROOT))
 
     def start(self) -> None:
         self.spawn()
@@ -320,6 +320,7 @@ class Runner:
         self.limits = limits or Limits()
         self.python = python
         self._servers: dict[str, ForkServer] = {}
+        _remove_stale_scratch()
 
     def __enter__(self) -> Runner:
         return self
@@ -451,7 +452,7 @@ class Runner:
         """Run every probe of `suite` on `source`; each record says what it saw or why not."""
         run = ProbeRun()
         start = time.perf_counter()
-        scratch = Path(tempfile.mkdtemp(prefix="rit-grade-", dir=SCRATCH_ROOT))
+        scratch = Path(tempfile.mkdtemp(prefix=f"rit-{os.getpid()}-grade-", dir=SCRATCH_ROOT))
         try:
             path = scratch / "submission.py"
             path.write_text(source, encoding="utf-8")
@@ -624,6 +625,15 @@ class Runner:
         if size > len(kept) and run.output_bytes + len(kept) >= self.limits.output_bytes:
             run.output += f"\n[output cut here by the grader: {size - len(kept)} bytes not kept]\n"
         run.output_bytes += size
+
+
+def _remove_stale_scratch() -> None:
+    """Remove scratch folders of runners that were killed before they could clean up."""
+    root = Path(SCRATCH_ROOT or tempfile.gettempdir())
+    for folder in root.glob("rit-*-*"):
+        owner = folder.name.split("-")[1]
+        if owner.isdigit() and not Path("/proc", owner).exists():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _read(fd: int) -> bytes | None:

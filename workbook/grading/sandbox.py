@@ -32,8 +32,8 @@ class Limits:
     """Real time one probe may take before SIGALRM stops it inside the child."""
     grace_seconds: float = 1.0
     """Extra real time before the parent kills a child whose probe ignored the alarm."""
-    load_seconds: float = 2.0
-    """Real time for the learner's setup and answer cells to execute."""
+    load_seconds: float = 5.0
+    """Real time for the learner's setup and answer cells to execute (imports included)."""
     budget_seconds: float = 20.0
     """Real time for one submission in all; probes not started by then are not run."""
     cpu_seconds: int = 20
@@ -73,6 +73,7 @@ class PidsCgroup:
         """A fresh cgroup under ``run-it-twice/``, or None where the controller is not ours."""
         if not (PIDS_ROOT / "cgroup.procs").exists():
             return None
+        _remove_stale(PIDS_ROOT / "run-it-twice")
         path = PIDS_ROOT / "run-it-twice" / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
             path.mkdir(parents=True)
@@ -115,6 +116,18 @@ class PidsCgroup:
                 time.sleep(0.005)
         with contextlib.suppress(OSError):
             self.path.parent.rmdir()  # only succeeds when no other runner uses it
+
+
+def _remove_stale(parent: Path) -> None:
+    """Empty and remove cgroups whose runner process is gone (killed before it cleaned up)."""
+    try:
+        children = list(parent.iterdir())
+    except OSError:
+        return
+    for child in children:
+        owner = child.name.split("-", 1)[0]
+        if child.is_dir() and owner.isdigit() and not Path("/proc", owner).exists():
+            PidsCgroup(child).remove()
 
 
 def pids_wall(cgroup: PidsCgroup | None, max_pids: int) -> str:
