@@ -108,6 +108,17 @@ def key_rows() -> list[Any]:
     ]
 
 
+KEY_ROW_LABELS = (
+    "launch (a fixture launch)",
+    "launch_without_mission (mission=None, orbit=None)",
+    'launch_in_cyrillic (name="Союз-2.1б | Прогресс МС-27", pad="Baïkonour 31/6")',
+    'Row("ISS", 420.0)',
+    'Row("Baïkonour", 0.09)',
+    'Row("neg", -0.0)',
+    'Reading(zeta="z", alpha=7, ok=True, note=None, ratio=0.5), fields declared out of order',
+)
+
+
 def unencodable_rows() -> list[Any]:
     """Rows with no canonical JSON form: NaN and infinities in float fields."""
     base = sample_launches()[0]
@@ -117,6 +128,14 @@ def unencodable_rows() -> list[Any]:
         Row("Alpha", -math.inf),
         Row("Beta", math.nan),
     ]
+
+
+UNENCODABLE_LABELS = (
+    "a launch with latitude=math.nan",
+    "a launch with longitude=math.inf",
+    'Row("Alpha", -math.inf)',
+    'Row("Beta", math.nan)',
+)
 
 
 # Scripted outcomes for the retry loop: data, so the judges can replay them in tenacity.
