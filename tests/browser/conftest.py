@@ -84,7 +84,7 @@ def cell_count(path: Path) -> int:
 
 @pytest.fixture
 def open_notebook(
-    browser: BrowserContext, lab: LabServer
+    browser: BrowserContext, lab: LabServer, timings: list[tuple[str, str, float]]
 ) -> Iterator[Callable[[Path], OpenNotebook]]:
     """Open a notebook (a path under `WORK`) in a new tab; close the tab and kernel after."""
     opened: list[OpenNotebook] = []
@@ -103,3 +103,13 @@ def open_notebook(
     for notebook in opened:
         notebook.shut_down()
         notebook.page.close()
+        timings.extend((notebook.path, what, s) for what, s in notebook.timings)
+
+
+@pytest.fixture(scope="session")
+def timings(lab: LabServer) -> Iterator[list[tuple[str, str, float]]]:
+    """Slow steps of every notebook, written out when the session ends (to see drift)."""
+    rows: list[tuple[str, str, float]] = []
+    yield rows
+    lines = [f"{seconds:6.2f} s  {what:<36} {Path(path).name}" for path, what, seconds in rows]
+    (ARTIFACTS / "timings.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")

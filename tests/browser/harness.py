@@ -318,6 +318,14 @@ class OpenNotebook:
     """Relative to the served root, with forward slashes (as the sessions API spells it)."""
     kernel_id: str = ""
     console: list[str] = field(default_factory=list)
+    timings: list[tuple[str, float]] = field(default_factory=list)
+    """(what, seconds) for each slow step, written to `artifacts/browser/timings.txt`."""
+
+    @contextlib.contextmanager
+    def timed(self, what: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.timings.append((what, time.perf_counter() - start))
 
     @property
     def cells(self) -> Any:
@@ -325,20 +333,24 @@ class OpenNotebook:
 
     def open(self, cell_count: int) -> None:
         """Load JupyterLab on this notebook and wait until its kernel can take a Run All."""
-        # `reset` starts from an empty workspace, so earlier tests' tabs do not reopen.
-        self.page.goto(f"{self.server.base}/lab/tree/{self.path}?reset&token={self.server.token}")
-        self.page.locator(".jp-NotebookPanel").first.wait_for(state="visible", timeout=30_000)
-        self.page.wait_for_function(
-            "n => document.querySelectorAll('.jp-Notebook .jp-Cell').length === n",
-            arg=cell_count,
-            timeout=30_000,
-        )
-        # The file browser only takes room from the notebook in screenshots.
-        self.menu("View", "filebrowser:toggle-main")
-        self.page.locator("#filebrowser").wait_for(state="hidden")
-        self.kernel_id = wait_until(
-            self._kernel_ready, 30.0, f"the kernel of {self.path}", self._pause
-        )
+        with self.timed("load JupyterLab on the notebook"):
+            # `reset` starts from an empty workspace, so earlier tests' tabs do not reopen.
+            self.page.goto(
+                f"{self.server.base}/lab/tree/{self.path}?reset&token={self.server.token}"
+            )
+            self.page.locator(".jp-NotebookPanel").first.wait_for(state="visible", timeout=30_000)
+            self.page.wait_for_function(
+                "n => document.querySelectorAll('.jp-Notebook .jp-Cell').length === n",
+                arg=cell_count,
+                timeout=30_000,
+            )
+            # The file browser only takes room from the notebook in screenshots.
+            self.menu("View", "filebrowser:toggle-main")
+            self.page.locator("#filebrowser").wait_for(state="hidden")
+        with self.timed("wait for an idle, connected kernel"):
+            self.kernel_id = wait_until(
+                self._kernel_ready, 30.0, f"the kernel of {self.path}", self._pause
+            )
 
     def _pause(self, seconds: float) -> None:
         self.page.wait_for_timeout(seconds * 1000)
@@ -378,8 +390,9 @@ class OpenNotebook:
         stopped on an error. Clearing first means a stored "[7]:" is never mistaken for a
         fresh one (notebooks may be saved with their outputs)."""
         self.clear_all_outputs()
-        self.menu("Run", "runmenu:run-all")
-        self.page.wait_for_function(RUN_ALL_DONE, timeout=RUN_ALL_TIMEOUT_MS, polling=100)
+        with self.timed("Run All"):
+            self.menu("Run", "runmenu:run-all")
+            self.page.wait_for_function(RUN_ALL_DONE, timeout=RUN_ALL_TIMEOUT_MS, polling=100)
 
     def prompts(self) -> list[str]:
         texts: list[str] = self.page.locator(
