@@ -16,12 +16,14 @@ and adding a strategy or a client count does not change the others.
 from __future__ import annotations
 
 import heapq
+import io
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
 Strategy = Literal["no_backoff", "exponential", "equal", "full", "decorrelated"]
 
@@ -201,7 +203,22 @@ def table(results: Iterable[Result], clients: int = 100) -> str:
     return "\n".join(lines)
 
 
-def plot(results: Sequence[Result]) -> Figure:
+class Chart:
+    """A figure that shows itself as a PNG in a notebook and reads as one line of text."""
+
+    def __init__(self, figure: Figure, text: str) -> None:
+        self.figure, self.text = figure, text
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png", dpi=80, metadata={"Software": None})
+        return buffer.getvalue()
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def plot(results: Sequence[Result]) -> Chart:
     """Calls and completion time against the number of clients, one line per strategy."""
     fig = Figure(figsize=(11, 4.4), layout="constrained")
     calls_ax, time_ax = fig.subplots(1, 2)
@@ -220,6 +237,10 @@ def plot(results: Sequence[Result]) -> Figure:
     time_ax.set_xlabel("clients racing for one row")
     time_ax.set_ylabel("time (s, log scale)")
     time_ax.set_yscale("log")
+    # Plain seconds on the log axis: "5" reads faster than "5 × 10⁰".
+    time_ax.set_yticks([0.2, 0.5, 1, 2, 5, 10, 20, 50, 100])
+    time_ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    time_ax.yaxis.set_minor_formatter(NullFormatter())
     for ax in (calls_ax, time_ax):
         ax.grid(True, alpha=0.3)
         ax.set_xlim(left=0)
@@ -229,4 +250,7 @@ def plot(results: Sequence[Result]) -> Figure:
         f"OCC contention, base {BASE_MS:.0f} ms, cap {CAP_MS:.0f} ms, mean of {runs} seeded races"
         " per point"
     )
-    return fig
+    counts = sorted({r.clients for r in results})
+    span = f"{counts[0]} to {counts[-1]} clients" if counts else "no clients"
+    races = "1 race" if runs == 1 else f"{runs} races"
+    return Chart(fig, f"contention sweep: {len(strategies)} strategies, {span}, {races} each")

@@ -32,12 +32,16 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 Jitter = Literal["none", "full", "equal", "decorrelated"]
 JITTERS: tuple[Jitter, ...] = get_args(Jitter)
 
 #: How a wait was chosen: by the backoff formula, or by the server's Retry-After.
 Source = Literal["backoff", "retry-after"]
+
+#: The live panel renders a little larger than the static snapshots (760 px wide at 80 dpi).
+PANEL_DPI = 96
 
 #: The most clients the herd view draws; more would only slow the panel down.
 MAX_CLIENTS = 200
@@ -296,6 +300,7 @@ def _draw_herd(ax: Axes, all_clients: Sequence[Schedule], span: float, settings:
     peak = int(counts.max()) if counts.size else 0
     ax.set_xlim(-0.02 * span, span * 1.03)
     ax.set_ylim(0, max(1, peak) * 1.2)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # retries come in whole numbers
     ax.set_ylabel(f"retries per {_secs(width)} s")
     ax.set_xlabel("time since the outage began (s)")
     ax.set_title(
@@ -343,7 +348,7 @@ def _draw_waits(ax: Axes, one: Schedule, settings: Settings) -> None:
     ]
     if settings.jitter != "none":
         handles.insert(0, Patch(facecolor="#dbe6f3", edgecolor="#9fb7d6", label="jitter range"))
-    ax.legend(handles=handles, loc="upper left", fontsize=8)
+    ax.legend(handles=handles, loc="best", fontsize=8)
     if not waits:
         ax.text(0.5, 0.5, "one attempt: nothing to wait for", transform=ax.transAxes, ha="center")
 
@@ -353,6 +358,7 @@ def draw(settings: Settings) -> Figure:
     all_clients = herd(settings)
     one = all_clients[0]
     span = max((s.attempts[-1] for s in all_clients), default=0.0) or 1.0
+    lines = _title_lines(summary(settings))
     fig = Figure(figsize=(9.5, 8.4))
     # Fixed margins, not a layout engine: constrained layout tripled the time of each redraw.
     timeline, herd_ax, waits = fig.subplots(
@@ -362,7 +368,8 @@ def draw(settings: Settings) -> Figure:
             "height_ratios": [1.0, 1.3, 1.5],
             "left": 0.08,
             "right": 0.98,
-            "top": 0.89,
+            # Each line of the title takes about 3.5% of the figure's height.
+            "top": 0.955 - 0.035 * len(lines),
             "bottom": 0.06,
             "hspace": 0.5,
         },
@@ -375,12 +382,20 @@ def draw(settings: Settings) -> Figure:
     _draw_herd(herd_ax, all_clients, span, settings)
     _draw_waits(waits, one, settings)
     # The summary's first four parts always fit on one line; the rest go on a second.
-    parts = summary(settings).split(" · ")
-    title = " · ".join(parts[:4])
-    if parts[4:]:
-        title += "\n" + " · ".join(parts[4:])
-    fig.suptitle(title, fontsize=11, fontweight="bold")
+    fig.suptitle("\n".join(lines), fontsize=11, fontweight="bold")
     return fig
+
+
+def _title_lines(text: str, width: int = 80) -> list[str]:
+    """The summary's first four parts on one line, the rest filled into lines of `width`."""
+    parts = text.split(" · ")
+    lines = [" · ".join(parts[:4])]
+    for part in parts[4:]:
+        if len(lines) > 1 and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return lines
 
 
 def png(fig: Figure, dpi: int = 80) -> bytes:
@@ -462,7 +477,7 @@ class BackoffExplorer(widgets.VBox):  # type: ignore[misc]
                     "t/2 + U(0, t/2), t = min(cap, base·2^(n-1))",
                     "min(cap, U(base, 3·previous))",
                 ],
-                style={"description_width": "initial", "button_width": "95px"},
+                style={"description_width": "initial", "button_width": "112px"},
             ),
             "retry_after_enabled": widgets.Checkbox(
                 value=settings.retry_after is not None,
@@ -506,7 +521,11 @@ class BackoffExplorer(widgets.VBox):  # type: ignore[misc]
         }
         c = self.controls
         self.summary = widgets.HTML().add_class("backoff-summary")
-        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        # Shown at its own size (not stretched to the panel's width, which blurs it), and
+        # shrunk only when the page is narrower than the picture.
+        self.image = widgets.Image(
+            format="png", layout=widgets.Layout(max_width="100%", align_self="flex-start")
+        )
         self.figure: Figure = Figure()
         left = widgets.VBox([c["max_attempts"], c["base_delay"], c["cap"]])
         right = widgets.VBox([c["clients"], c["seed"]])
@@ -544,7 +563,7 @@ class BackoffExplorer(widgets.VBox):  # type: ignore[misc]
         self.controls["retry_after"].disabled = not enabled
         self.controls["retry_after_on"].disabled = not enabled
         self.figure = draw(settings)
-        self.image.value = png(self.figure)
+        self.image.value = png(self.figure, dpi=PANEL_DPI)
         self.summary.value = f"<b>{html.escape(summary(settings))}</b>"
 
     def set(self, **changes: Any) -> None:
@@ -573,7 +592,7 @@ class BackoffExplorer(widgets.VBox):  # type: ignore[misc]
         # text is the summary rather than a repr that names every child widget.
         data: dict[str, Any] = dict(super()._repr_mimebundle_(**kwargs) or {})
         data["text/plain"] = f"backoff explorer: {summary(self.settings)}"
-        data["image/png"] = base64.b64encode(self.image.value).decode("ascii")
+        data["image/png"] = base64.b64encode(png(self.figure)).decode("ascii")
         return data
 
 

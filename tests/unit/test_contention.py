@@ -106,3 +106,17 @@ def test_bad_arguments_are_refused() -> None:
         contention.run_once(0, "full", random.Random(0))
     with pytest.raises(ValueError):
         contention.run_once(3, "linear", random.Random(0))  # type: ignore[arg-type]
+
+
+def test_the_plot_draws_one_line_per_strategy_on_each_panel() -> None:
+    results = contention.sweep([5, 10], runs=1)
+    chart = contention.plot(results)
+    calls_ax, time_ax = chart.figure.axes
+    by_label = {line.get_label(): line for line in calls_ax.lines}
+    assert set(by_label) == set(contention.LABELS.values())
+    full = [r for r in results if r.strategy == "full"]
+    assert list(by_label["full jitter"].get_ydata()) == [r.calls for r in full]
+    assert len(time_ax.lines) == len(STRATEGIES)
+    assert time_ax.get_yscale() == "log"
+    assert repr(chart) == "contention sweep: 5 strategies, 5 to 10 clients, 1 race each"
+    assert chart._repr_png_().startswith(b"\x89PNG")
