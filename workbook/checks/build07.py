@@ -1,0 +1,669 @@
+"""Visible checks of build 07: the schema, compare-and-set checkpoints, poison items, the
+versioned upsert, and seed 004's verification list for ``ingest_page``.
+
+Each check takes the learner's namespace, opens stores of its own in a temporary folder
+(removed when the check ends), reads them back through a connection of its own, and, when
+something is off, says the call it made, what came back and what it expected. Checks keep no
+state between runs: running one twice gives the same verdict.
+
+Expected values here are written out by hand for small, fixed inputs, or are properties
+(a replay leaves the store as it was); this module ships to learners and holds no reference
+implementation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+from etl import launches
+from workbook.checking import CheckFailure, Checks, expect, expect_equal, show
+
+CHECKS = Checks("07")
+
+TENANT, OTHER = "acme", "globex"
+SOURCE = "ll2"
+MISSING_ID = "missing id"
+BAD_VERSION = "version is not an integer"
+NOT_CANONICAL = "payload has no canonical JSON form"
+COLUMNS = {
+    "items": ("tenant", "source", "item_id", "version", "payload"),
+    "checkpoints": ("tenant", "source", "cursor", "item_count"),
+    "failures": ("tenant", "source", "item_id", "reason", "seen_at"),
+}
+KEYS = {
+    "items": ("tenant", "source", "item_id"),
+    "checkpoints": ("tenant", "source"),
+    "failures": ("tenant", "source", "item_id"),
+}
+State = dict[str, list[tuple[Any, ...]]]
+
+
+class Said:
+    """A value shown verbatim in feedback, not as a quoted string."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def item(number: int, version: int = 1, **changes: Any) -> dict[str, Any]:
+    """Fixture launch `number` as a page delivers it (a fresh dict every call)."""
+    launch = dataclasses.replace(launches()[number], **changes)
+    return {"id": launch.id, "version": version, "payload": dataclasses.asdict(launch)}
+
+
+def short(launch_number: int) -> str:
+    return launches()[launch_number].id[:8] + "…"
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+@contextmanager
+def folder() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="check-07-") as name:
+        yield Path(name)
+
+
+class Store:
+    """A store under test: the learner's connections to one file, and the check's own eyes."""
+
+    def __init__(self, ns: Any, path: Path) -> None:
+        self.ns = ns
+        self.path = path
+        self.conns: list[Any] = []
+        self.conn = self.open()
+
+    def open(self) -> Any:
+        conn = self.ns.open_store(self.path)
+        self.conns.append(conn)
+        return conn
+
+    def close(self) -> None:
+        for conn in self.conns:
+            with suppress(Exception):  # a learner's half-built connection may not close
+                conn.close()
+
+    def state(self) -> State:
+        """Every pinned column of every table, sorted, read through the check's own connection."""
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=0.1)
+        try:
+            return {
+                table: sorted(
+                    db.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall(),
+                    key=repr,
+                )
+                for table, columns in COLUMNS.items()
+            }
+        finally:
+            db.close()
+
+    def execute(self, sql: str) -> None:
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=0.1)
+        try:
+            db.execute(sql)
+        finally:
+            db.close()
+
+    def ingest(
+        self,
+        page: list[Any],
+        expected: str | None,
+        next_cursor: str,
+        *,
+        tenant: str = TENANT,
+        conn: Any = None,
+    ) -> Any:
+        return self.ns.ingest_page(
+            conn or self.conn,
+            tenant=tenant,
+            source=SOURCE,
+            items=page,
+            expected_cursor=expected,
+            next_cursor=next_cursor,
+        )
+
+
+@contextmanager
+def store(ns: Any) -> Iterator[Store]:
+    with folder() as where:
+        opened = Store(ns, where / "store.sqlite")
+        try:
+            yield opened
+        finally:
+            opened.close()
+
+
+def fields(outcome: Any) -> tuple[Any, ...] | Said:
+    try:
+        return tuple(
+            getattr(outcome, name)
+            for name in ("applied", "unchanged", "rejected", "advanced", "cursor")
+        )
+    except AttributeError:
+        return Said(f"{show(outcome)} (not a PageOutcome)")
+
+
+def outcome_text(values: Any) -> str:
+    if not isinstance(values, tuple):
+        return repr(values)
+    names = ("applied", "unchanged", "rejected", "advanced", "cursor")
+    return (
+        "PageOutcome(" + ", ".join(f"{n}={v!r}" for n, v in zip(names, values, strict=True)) + ")"
+    )
+
+
+def expect_outcome(call: str, got: Any, want: tuple[Any, ...], note: str = "") -> None:
+    values = fields(got)
+    same = isinstance(values, tuple) and all(
+        type(a) is type(b) and a == b for a, b in zip(values, want, strict=True)
+    )
+    if not same:
+        raise CheckFailure(call, outcome_text(values), outcome_text(want), note)
+
+
+def raised_by(fn: Callable[[], Any]) -> BaseException | None:
+    """What `fn` raised (a stub's NotImplementedError still propagates), or None."""
+    try:
+        fn()
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        return exc
+    return None
+
+
+def rows_text(state: State, table: str) -> Said:
+    def cut(value: Any) -> Any:
+        if isinstance(value, str) and len(value) > 24:
+            return value[:21] + "..."
+        return value
+
+    return Said(repr([tuple(cut(v) for v in row) for row in state[table]]))
+
+
+def expect_same_state(call: str, got: State, want: State, expected: str, note: str = "") -> None:
+    for table in COLUMNS:
+        if got[table] != want[table]:
+            raise CheckFailure(
+                f"{call}; then the {table} table",
+                rows_text(got, table),
+                f"{expected}: {rows_text(want, table)!r}",
+                note,
+            )
+
+
+FAULT = "BEGIN SELECT RAISE(ABORT, 'injected fault'); END"
+
+
+def fault_on(table: str, where: str = "") -> str:
+    return f"CREATE TRIGGER fault_{table} BEFORE INSERT ON {table} {where} {FAULT}"
+
+
+ROLLBACK_NOTE = (
+    "Items and checkpoint in one BEGIN IMMEDIATE ... COMMIT: on any exception, ROLLBACK (if"
+    " conn.in_transaction), then `raise` the same exception."
+)
+
+# ───────────────────────────────────────────────────────────── step 1: open_store
+
+
+def unique_keys(db: sqlite3.Connection, table: str) -> list[tuple[str, ...]]:
+    keys = []
+    for index in db.execute(f"PRAGMA index_list('{table}')").fetchall():
+        if index[2]:
+            info = sorted(db.execute(f"PRAGMA index_info('{index[1]}')").fetchall())
+            keys.append(tuple(row[2] for row in info))
+    return keys
+
+
+@CHECKS.add(step="open_store")
+def store_has_the_pinned_schema(ns: Any) -> None:
+    with folder() as where:
+        path = where / "store.sqlite"
+        conn = ns.open_store(path)
+        try:
+            expect(
+                isinstance(conn, sqlite3.Connection),
+                "open_store(path)",
+                conn,
+                "a sqlite3.Connection",
+            )
+            expect_equal(
+                "open_store(path).isolation_level",
+                conn.isolation_level,
+                None,
+                note="sqlite3.connect(path, isolation_level=None): no transaction opens behind"
+                " your back; you write BEGIN IMMEDIATE ... COMMIT yourself.",
+            )
+        finally:
+            conn.close()
+        db = sqlite3.connect(path)
+        try:
+            tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            for table, columns in COLUMNS.items():
+                expect(
+                    table in tables, "the tables of open_store(path)", tables, f"a {table} table"
+                )
+                have = [row[1] for row in db.execute(f"PRAGMA table_info('{table}')")]
+                missing = [c for c in columns if c not in have]
+                expect(not missing, f"the columns of {table}", have, f"at least {columns}")
+                keys = unique_keys(db, table)
+                wanted = KEYS[table]
+                expect(
+                    any(sorted(k) == sorted(wanted) for k in keys),
+                    f"the unique keys of {table}",
+                    keys,
+                    f"PRIMARY KEY {wanted} (or UNIQUE on exactly those columns)",
+                    note="The database must refuse a second row for one identity; an item id is"
+                    " unique only within its tenant's source.",
+                )
+                expect(
+                    any(
+                        set(k[:2]) == {"tenant", "source"}
+                        for k in keys
+                        if sorted(k) == sorted(wanted)
+                    ),
+                    f"the key of {table}",
+                    keys,
+                    "tenant and source leading",
+                )
+        finally:
+            db.close()
+
+
+@CHECKS.add(step="open_store")
+def identity_is_enforced_per_tenant(ns: Any) -> None:
+    with store(ns) as s:
+        insert = "INSERT INTO items (tenant, source, item_id, version, payload) VALUES"
+        s.execute(f"{insert} ('acme', 'll2', 'x', 1, '1')")
+        for values, refused in (
+            ("('acme', 'll2', 'x', 2, '2')", True),
+            ("('globex', 'll2', 'x', 1, '1')", False),
+            ("('acme', 'snapi', 'x', 1, '1')", False),
+        ):
+            call = f"{insert} {values}, after ('acme', 'll2', 'x', 1, '1')"
+            try:
+                s.execute(f"{insert} {values}")
+                got: Any = Said("stored")
+            except sqlite3.IntegrityError as exc:
+                got = exc
+            expect(
+                isinstance(got, sqlite3.IntegrityError) == refused,
+                call,
+                got,
+                "IntegrityError: that identity is stored already"
+                if refused
+                else "stored: another tenant or source is another identity",
+            )
+
+
+# ───────────────────────────────────────────────────────────── step 2: checkpoints
+
+CHECKPOINT_CALLS: tuple[tuple[str, tuple[Any, ...], Any], ...] = (
+    ("read_checkpoint", (TENANT, SOURCE), None),
+    ("advance_checkpoint", (TENANT, SOURCE, None, "p1"), True),
+    ("read_checkpoint", (TENANT, SOURCE), "p1"),
+    ("advance_checkpoint", (TENANT, SOURCE, None, "p9"), False),
+    ("advance_checkpoint", (TENANT, SOURCE, "p0", "p9"), False),
+    ("advance_checkpoint", (TENANT, SOURCE, "p1", "p2"), True),
+    ("advance_checkpoint", (TENANT, SOURCE, "p1", "p3"), False),
+    ("read_checkpoint", (TENANT, SOURCE), "p2"),
+    ("read_checkpoint", (OTHER, SOURCE), None),
+    ("advance_checkpoint", (OTHER, SOURCE, "p2", "p3"), False),
+    ("advance_checkpoint", (OTHER, SOURCE, None, "q1"), True),
+    ("read_checkpoint", (OTHER, SOURCE), "q1"),
+    ("read_checkpoint", (TENANT, SOURCE), "p2"),
+)
+
+
+@CHECKS.add(step="checkpoints")
+def checkpoint_moves_only_by_compare_and_set(ns: Any) -> None:
+    with store(ns) as s:
+        before = "a new store"
+        for name, args, want in CHECKPOINT_CALLS:
+            call = f"{name}(conn, {', '.join(repr(a) for a in args)})"
+            got = getattr(ns, name)(s.conn, *args)
+            note = (
+                "Move only from expected_cursor (None: insert the first row, only if there is"
+                " none) and return whether a row changed: rowcount == 1."
+                if name == "advance_checkpoint"
+                else "None when this tenant's source has no checkpoint yet."
+            )
+            expect_equal(f"after {before}: {call}", got, want, note=note)
+            before = call
+
+
+# ───────────────────────────────────────────────────────────── step 3: poison_reason
+
+POISON_CASES: tuple[tuple[Any, str | None], ...] = (
+    ({"id": "a", "version": 1, "payload": {"ok": True}}, None),
+    ({"id": "d", "version": 3, "payload": None}, None),
+    ({"id": "e", "version": -1, "payload": []}, None),
+    ({"version": 1, "payload": {}}, MISSING_ID),
+    ({"id": "", "version": 1, "payload": {}}, MISSING_ID),
+    ({"id": 7, "version": 1, "payload": {}}, MISSING_ID),
+    ("not a mapping", MISSING_ID),
+    ({"id": "a", "version": True, "payload": {}}, BAD_VERSION),
+    ({"id": "a", "version": "7", "payload": {}}, BAD_VERSION),
+    ({"id": "a", "version": 2**63, "payload": {}}, BAD_VERSION),
+    ({"id": "a", "payload": {}}, BAD_VERSION),
+    ({"id": "c", "version": 3}, NOT_CANONICAL),
+    ({"id": "a", "version": 1, "payload": {"lat": math.nan}}, NOT_CANONICAL),
+    ({"id": "a", "version": 1, "payload": {"tags": {"x"}}}, NOT_CANONICAL),
+    ({"version": "x", "payload": math.inf}, MISSING_ID),
+)
+
+
+@CHECKS.add(step="poison_reason")
+def poison_items_are_classified(ns: Any) -> None:
+    for case, want in POISON_CASES:
+        got = ns.poison_reason(case)
+        expect_equal(
+            f"poison_reason({case!r})",
+            got,
+            want,
+            note="Check the id, then the version (type(v) is int, within SQLITE_MIN_INT and"
+            " SQLITE_MAX_INT), then the payload (present, canonical_json succeeds); return"
+            " one of the three constants, or None.",
+        )
+
+
+# ───────────────────────────────────────────────────────────── step 4: upsert_item
+
+
+@CHECKS.add(step="upsert_item")
+def replace_never_accumulate(ns: Any) -> None:
+    first, bumped = item(0), item(0, 2, status="Success")
+    note = (
+        "INSERT ... ON CONFLICT (tenant, source, item_id) DO UPDATE SET version ="
+        " excluded.version, payload = excluded.payload WHERE excluded.version > items.version;"
+        " applied when rowcount == 1."
+    )
+    with store(ns) as s:
+        results = [
+            ns.upsert_item(s.conn, TENANT, SOURCE, dict(first)),
+            ns.upsert_item(s.conn, TENANT, SOURCE, dict(first)),
+        ]
+        expect_equal(
+            f"upsert_item(conn, 'acme', 'll2', launch {short(0)} v1), twice",
+            results,
+            ["applied", "unchanged"],
+            note=note,
+        )
+        state = s.state()
+        want = [(TENANT, SOURCE, first["id"], 1, canonical(first["payload"]))]
+        expect(
+            state["items"] == want,
+            "the items table after those two calls",
+            rows_text(state, "items"),
+            "one row, its payload canonical_json(item['payload'])",
+            note=note,
+        )
+        expect_equal(
+            f"upsert_item(conn, 'acme', 'll2', launch {short(0)} v2, status changed)",
+            ns.upsert_item(s.conn, TENANT, SOURCE, bumped),
+            "applied",
+        )
+        state = s.state()
+        want = [(TENANT, SOURCE, first["id"], 2, canonical(bumped["payload"]))]
+        expect(
+            state["items"] == want,
+            "the items table after v2",
+            rows_text(state, "items"),
+            "still one row, now version 2 with v2's payload: replaced, not added to",
+        )
+
+
+@CHECKS.add(step="upsert_item")
+def newer_version_wins(ns: Any) -> None:
+    calls = (
+        ("v2", item(5, 2, status="Go"), "applied"),
+        ("v2 again", item(5, 2, status="Go"), "unchanged"),
+        ("v1 (stale)", item(5, 1, status="TBD"), "unchanged"),
+        ("v2, another payload", item(5, 2, status="Hold"), "unchanged"),
+        ("v3", item(5, 3, status="Success"), "applied"),
+    )
+    with store(ns) as s:
+        done = "a new store"
+        for label, given, want in calls:
+            call = f"after {done}: upsert_item(conn, 'acme', 'll2', launch {short(5)} {label})"
+            got = ns.upsert_item(s.conn, TENANT, SOURCE, given)
+            expect_equal(
+                call,
+                got,
+                want,
+                note="Only a strictly higher version replaces the row; equal or lower leaves it.",
+            )
+            done = f"{done}, {label}" if done != "a new store" else label
+        version, payload = s.state()["items"][0][3:]
+        expect_equal(
+            "the stored version and status after those calls",
+            (version, json.loads(payload)["status"]),
+            (3, "Success"),
+        )
+
+
+# ───────────────────────────────────────────────────────────── step 5: ingest_page
+
+
+def page(first: int, count: int = 4, version: int = 1, **changes: Any) -> list[dict[str, Any]]:
+    return [item(n, version, **changes) for n in range(first, first + count)]
+
+
+@CHECKS.add(step="ingest_page")
+def replay_same_batch_same_fixed_point(ns: Any) -> None:
+    with store(ns) as s:
+        expect_outcome(
+            "ingest_page(conn, tenant='acme', source='ll2', items=page1, expected_cursor=None,"
+            " next_cursor='p1')",
+            s.ingest(page(0), None, "p1"),
+            (4, 0, 0, True, "p1"),
+            note="Four new items: applied, and the checkpoint moves from nothing to 'p1'.",
+        )
+        s.ingest(page(4), "p1", "p2")
+        s.ingest(page(8), "p2", "p3")
+        once = s.state()
+        expect(
+            once["checkpoints"] == [(TENANT, SOURCE, "p3", 12)],
+            "the checkpoints table after pages 1-3",
+            rows_text(once, "checkpoints"),
+            "[('acme', 'll2', 'p3', 12)]: the cursor, and how many items the source holds",
+        )
+        replays: tuple[tuple[str, int, str | None, str], ...] = (
+            ("page 3 again (expected_cursor='p2')", 8, "p2", "p3"),
+            ("page 1 again (expected_cursor=None)", 0, None, "p1"),
+        )
+        for label, first, expected, next_cursor in replays:
+            expect_outcome(
+                f"after pages 1-3: ingest_page(..., {label})",
+                s.ingest(page(first), expected, next_cursor),
+                (0, 0, 0, False, "p3"),
+                note="The checkpoint is not at expected_cursor: compare-and-set misses, nothing"
+                " is written, and the outcome carries the persisted cursor.",
+            )
+            expect_same_state(f"after pages 1-3, {label}", s.state(), once, "as after pages 1-3")
+
+
+@CHECKS.add(step="ingest_page")
+def item_failure_holds_checkpoint(ns: Any) -> None:
+    with store(ns) as s:
+        s.ingest(page(0), None, "p1")
+        before = s.state()
+        third = item(6)["id"]
+        s.execute(fault_on("items", f"WHEN NEW.item_id = '{third}'"))
+        call = (
+            "page 2 (ingest_page(..., expected_cursor='p1', next_cursor='p2')) while its third"
+            " item's write fails"
+        )
+        got = raised_by(lambda: s.ingest(page(4), "p1", "p2"))
+        expect(
+            isinstance(got, sqlite3.IntegrityError),
+            call,
+            got if got else Said("returned"),
+            "raises the database's own sqlite3.IntegrityError",
+            note="A failing write is not poison: ROLLBACK, then raise it again.",
+        )
+        expect_same_state(call, s.state(), before, "exactly as before page 2", ROLLBACK_NOTE)
+        expect_equal(
+            f"{call}; then conn.in_transaction", s.conn.in_transaction, False, ROLLBACK_NOTE
+        )
+        s.execute("DROP TRIGGER fault_items")
+        expect_outcome(
+            f"{call}; the fault repaired, page 2 again",
+            s.ingest(page(4), "p1", "p2"),
+            (4, 0, 0, True, "p2"),
+        )
+
+
+@CHECKS.add(step="ingest_page")
+def checkpoint_failure_rolls_back_items(ns: Any) -> None:
+    with store(ns) as s:
+        s.ingest(page(0), None, "p1")
+        before = s.state()
+        s.execute(
+            "CREATE TRIGGER fault_checkpoints BEFORE UPDATE ON checkpoints"
+            " BEGIN SELECT RAISE(ABORT, 'injected fault'); END"
+        )
+        call = "page 2 (expected_cursor='p1') while the checkpoint's write fails"
+        got = raised_by(lambda: s.ingest(page(4), "p1", "p2"))
+        expect(
+            isinstance(got, sqlite3.IntegrityError),
+            call,
+            got if got else Said("returned"),
+            "raises sqlite3.IntegrityError",
+        )
+        expect_same_state(
+            call,
+            s.state(),
+            before,
+            "exactly as before page 2: its items rolled back",
+            ROLLBACK_NOTE,
+        )
+        s.execute("DROP TRIGGER fault_checkpoints")
+        expect_outcome(
+            f"{call}; the fault repaired, page 2 again",
+            s.ingest(page(4), "p1", "p2"),
+            (4, 0, 0, True, "p2"),
+        )
+
+
+@CHECKS.add(step="ingest_page")
+def stale_run_cannot_overwrite(ns: Any) -> None:
+    with store(ns) as s:
+        fast, slow = s.conn, s.open()
+        s.ingest(page(0), None, "p1", conn=fast)
+        s.ingest(page(4), "p1", "p2", conn=fast)
+        s.ingest(page(0, version=2, status="Success"), "p2", "p3", conn=fast)
+        newer = s.state()
+        call = (
+            "worker F: pages 1, 2, then page 1's items at v2 (checkpoint 'p3'); then worker S,"
+            " on its own connection, delivers page 1 at v1 with expected_cursor=None"
+        )
+        expect_outcome(
+            call,
+            s.ingest(page(0), None, "p1", conn=slow),
+            (0, 0, 0, False, "p3"),
+            note="S loaded no checkpoint long ago: it must lose, write nothing and learn 'p3'.",
+        )
+        expect_same_state(call, s.state(), newer, "as worker F left it")
+        call = "then S goes on from 'p3', with page 1's items at v1 again"
+        expect_outcome(
+            call,
+            s.ingest(page(0), "p3", "p4", conn=slow),
+            (0, 4, 0, True, "p4"),
+            note="Its cursor is right now, but its versions are older: unchanged, never written.",
+        )
+        versions = sorted({row[3] for row in s.state()["items"][:]})
+        expect_equal(f"{call}: the versions stored", versions, [1, 2])
+        expect(
+            all(row[3] == 2 for row in s.state()["items"] if row[2] in {i["id"] for i in page(0)}),
+            f"{call}: page 1's items",
+            rows_text(s.state(), "items"),
+            "still at version 2",
+        )
+
+
+@CHECKS.add(step="ingest_page")
+def poison_item_recorded_later_items_terminal(ns: Any) -> None:
+    with store(ns) as s:
+        poisoned = [item(20), item(21, latitude=math.nan), item(22), item(23)]
+        call = (
+            "ingest_page(..., items=[launch 20, launch 21 with a NaN latitude, 22, 23],"
+            " expected_cursor=None, next_cursor='p1')"
+        )
+        attempts = 0
+        outcome: Any = None
+        while attempts < 3 and outcome is None:  # a worker with a budget of three attempts
+            attempts += 1
+            try:
+                outcome = s.ingest(poisoned, None, "p1")
+            except sqlite3.Error:
+                outcome = None
+            except NotImplementedError:
+                raise
+            except Exception as exc:
+                raise CheckFailure(
+                    call,
+                    exc,
+                    "a PageOutcome: the NaN item recorded, the page finished",
+                    "A poison item fails the same way on every retry: raising stalls the"
+                    " source for good. Record it in failures and go on.",
+                ) from None
+        expect_equal(f"{call}: attempts needed", attempts, 1)
+        expect_outcome(call, outcome, (3, 0, 1, True, "p1"))
+        state = s.state()
+        want = [(TENANT, SOURCE, item(21)["id"], NOT_CANONICAL, None)]
+        expect(
+            state["failures"] == want,
+            f"{call}: the failures table",
+            rows_text(state, "failures"),
+            f"{rows_text({'failures': want}, 'failures')!r}: the item's id, the reason, seen_at"
+            " = expected_cursor",
+            note="Dropping it without a record loses it silently.",
+        )
+        expect_outcome(
+            f"{call}; then page 2 from 'p1'", s.ingest(page(4), "p1", "p2"), (4, 0, 0, True, "p2")
+        )
+
+
+@CHECKS.add(step="ingest_page")
+def tenants_never_collide(ns: Any) -> None:
+    with store(ns) as s:
+        shared = [70, 71, 72]
+        acme = [item(n, 1, status="acme's copy") for n in shared]
+        globex = [item(n, 4, status="globex's copy") for n in shared]
+        s.ingest(acme, None, "a1", tenant=TENANT)
+        call = "acme ingests launches 70-72 (v1), then globex the same ids (v4)"
+        expect_outcome(
+            call,
+            s.ingest(globex, None, "b1", tenant=OTHER),
+            (3, 0, 0, True, "b1"),
+            note="globex has no checkpoint and none of these items yet: scope every key by"
+            " tenant and source.",
+        )
+        state = s.state()
+        copies = sorted((row[0], json.loads(row[4])["status"]) for row in state["items"])
+        expect_equal(
+            f"{call}: (tenant, status) of every stored row",
+            copies,
+            [(TENANT, "acme's copy")] * 3 + [(OTHER, "globex's copy")] * 3,
+        )
+        expect_equal(
+            f"{call}: the checkpoints table",
+            state["checkpoints"],
+            [(TENANT, SOURCE, "a1", 3), (OTHER, SOURCE, "b1", 3)],
+        )
