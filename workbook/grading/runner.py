@@ -49,7 +49,7 @@ from workbook.grading.results import (
 )
 from workbook.grading.sandbox import Isolation, Limits, PidsCgroup
 from workbook.grading.suites import Suite, load_suite
-from workbook.manifest import Entry, load_manifest
+from workbook.manifest import Entry, load_manifest, repo_root
 
 #: The two interpreters' hash seeds: explicit and different (seeding both to 0 would hide
 #: keys that depend on `hash()` or on the iteration order of a set of strings).
@@ -59,6 +59,13 @@ MAX_LINE = 4 * 2**20
 #: Scratch folders live in RAM where there is a tmpfs: creating and removing them per
 #: submission costs milliseconds on a disk.
 SCRATCH_ROOT = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
+#: What a worker must never see: the instructor's half of the repository (the grading outputs
+#: and the class's submissions are added by whoever grades a batch, through ``hide=``).
+SECRET_PARTS = (".git", "solutions", "tests/hidden")
+#: A worker exits with this when a wall the server's self-test said works could not be raised.
+WALL_FAILED = 71
+#: Reasons starting with this are the grader's fault, not the submission's: never cache them.
+GRADER_FAULT = "grader error:"
 _SIGNALS = {
     signal.SIGKILL: "killed (SIGKILL: out of memory, or stopped by the grader)",
     signal.SIGXCPU: "stopped by the CPU time limit",
@@ -82,6 +89,8 @@ class ForkServer:
         self.sock: socket.socket | None = None
         self.cgroup: PidsCgroup | None = None
         self.network = "not started"
+        self.filesystem = "not started"
+        self.user = "not started"
         self.hash_probe: int | None = None
         self._home = Path(tempfile.mkdtemp(prefix=f"rit-{os.getpid()}-server-", dir=SCRATCH_ROOT))
 
@@ -117,6 +126,8 @@ class ForkServer:
         if ready is None or not ready.get("ready"):
             raise ServerError(f"the grading server did not start: {self.log_tail()}")
         self.network = str(ready["network"])
+        self.filesystem = str(ready.get("filesystem", "not reported"))
+        self.user = str(ready.get("user", "not reported"))
         self.hash_probe = ready.get("hash")
         if self.cgroup is None:
             self.cgroup = PidsCgroup.create(self.limits.max_pids)
@@ -294,6 +305,11 @@ def _load_reason(event: dict[str, Any], source: str) -> str:
 def _exit_reason(code: int | None) -> str:
     if code is None:
         return "the grading process stopped answering"
+    if code == WALL_FAILED:
+        return (
+            f"{GRADER_FAULT} the worker could not be walled in (not your submission's fault;"
+            " tell your instructor)"
+        )
     if code < 0:
         sig = -code
         known = _SIGNALS.get(signal.Signals(sig)) if sig in signal.valid_signals() else None
@@ -316,9 +332,20 @@ def _cell_of(line: int, source: str) -> str:
 class Runner:
     """Grades submissions one at a time. A context manager: leaving it stops its servers."""
 
-    def __init__(self, limits: Limits | None = None, python: str = sys.executable) -> None:
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        python: str = sys.executable,
+        *,
+        hide: tuple[str | Path, ...] = (),
+    ) -> None:
+        """`hide`: folders no worker may see besides `SECRET_PARTS` and the hidden suites
+        (a batch adds its output folder and the submissions)."""
         self.limits = limits or Limits()
         self.python = python
+        root = repo_root()
+        self.secrets = [str(root / part) for part in SECRET_PARTS] + [str(p) for p in hide]
+        self.around = str(root.parent)
         self._servers: dict[str, ForkServer] = {}
         _remove_stale_scratch()
 
@@ -367,7 +394,10 @@ class Runner:
     def isolation(self) -> Isolation:
         server = self.server(HASHSEEDS[0])
         return Isolation(
-            pids=sandbox.pids_wall(server.cgroup, self.limits.max_pids), network=server.network
+            pids=sandbox.pids_wall(server.cgroup, self.limits.max_pids),
+            network=server.network,
+            filesystem=server.filesystem,
+            user=server.user,
         )
 
     # -- grading -------------------------------------------------------------------------
@@ -454,7 +484,11 @@ class Runner:
         start = time.perf_counter()
         scratch = Path(tempfile.mkdtemp(prefix=f"rit-{os.getpid()}-grade-", dir=SCRATCH_ROOT))
         try:
+            # The worker's own uid may pass through to its folder, but not list this one or
+            # read the source (it is read while the worker is still root).
+            scratch.chmod(0o711)
             path = scratch / "submission.py"
+            path.touch(mode=0o600)
             path.write_text(source, encoding="utf-8")
             first = suite.probes.names
             self._run_all(run, scratch, path, suite, first, HASHSEEDS[0], "", start)
@@ -560,6 +594,8 @@ class Runner:
             "workdir": str(workdir),
             "cgroup": str(server.cgroup.path) if server.cgroup else None,
             "limits": self.limits.as_json(),
+            "secrets": sorted({*self.secrets, str(suite.folder.parent)}),
+            "around": self.around,
         }
         try:
             pid = server.submit(payload, results_w, output_fd)

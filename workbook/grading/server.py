@@ -1,10 +1,12 @@
 """The fork server: a child interpreter that imports everything once, then forks per job.
 
 Started by the runner as ``python -m workbook.grading.server FD`` with a fixed PYTHONHASHSEED.
-It leaves the network, becomes a subreaper, and waits on the socket FD for jobs. For each job
-it forks a worker that walls itself in (new session, pids cgroup, rlimits, scratch folder,
-captured and capped output), executes the exported answers from text, and runs the named
-probes, writing one JSON line per event on the results pipe it was handed. The worker never
+It leaves the network, becomes a subreaper, finds out which walls against root this machine
+allows (`sandbox.probe_walls`), and waits on the socket FD for jobs. For each job it forks a
+worker that walls itself in (new session, pids cgroup, a private view of the filesystem with
+the secrets covered, a uid of its own, rlimits, scratch folder, captured and capped output),
+executes the exported answers from text, and runs the named probes, writing one JSON line per
+event on the results pipe it was handed. The worker never
 returns into the server; the server reports the worker's pid, then how it ended.
 
 A job's results depend only on the exported source and the probes, so running it twice gives
@@ -48,17 +50,22 @@ from workbook.grading.observe import (
 
 _suites: dict[str, Probes] = {}
 _armed = False
+#: Exit code of a worker that could not raise a wall the self-test said works.
+WALL_FAILED = 71
 
 
 def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
     network = sandbox.leave_network()
     sandbox.become_subreaper()
+    walls = sandbox.probe_walls(os.getcwd())
     _send(
         sock,
         {
             "ready": True,
             "network": network,
+            "filesystem": walls.filesystem,
+            "user": walls.user_text,
             "hashseed": os.environ.get("PYTHONHASHSEED", "random"),
             "hash": hash("run-it-twice"),
         },
@@ -86,7 +93,7 @@ def main(argv: list[str]) -> int:
         pid = os.fork()
         if pid == 0:
             sock.close()
-            _worker(job, probes, results_fd, output_fd)  # never returns
+            _worker(job, probes, results_fd, output_fd, walls)  # never returns
         os.close(results_fd)
         os.close(output_fd)
         _send(sock, {"pid": pid})
@@ -192,9 +199,12 @@ class _Channel:
             data = data[os.write(self.fd, data) :]
 
 
-def _worker(job: dict[str, Any], probes: Probes, results_fd: int, output_fd: int) -> None:
+def _worker(
+    job: dict[str, Any], probes: Probes, results_fd: int, output_fd: int, walls: sandbox.Walls
+) -> None:
     code = 0
     forked = time.perf_counter()
+    server = os.getppid()
     try:
         os.setsid()
         sandbox.enter_cgroup(job.get("cgroup"))
@@ -214,6 +224,21 @@ def _worker(job: dict[str, Any], probes: Probes, results_fd: int, output_fd: int
         budget = [int(limits.output_bytes)]
         sys.stdout = _Output(1, budget)
         sys.stderr = _Output(2, budget)
+        # Read while still root: the file is the grader's (mode 600), not the learner's.
+        source = Path(job["source"]).read_text(encoding="utf-8")
+        try:
+            sandbox.wall_in(
+                secrets=job.get("secrets", []),
+                around=job.get("around"),
+                keep=_kept_seams(),
+                workdir=workdir,
+                walls=walls,
+                uid=sandbox.UID_BASE + server,
+            )
+        except OSError as exc:
+            print(f"grader: could not wall in the worker: {exc}", file=sys.stderr)
+            code = WALL_FAILED
+            return
         sandbox.apply_rlimits(limits)
         signal.signal(signal.SIGALRM, _alarm)
         channel = _Channel(results_fd)
@@ -222,7 +247,7 @@ def _worker(job: dict[str, Any], probes: Probes, results_fd: int, output_fd: int
         for name in [m for m in sys.modules if m.startswith("_hidden_")]:
             del sys.modules[name]
         guard_blocking_sleep()
-        module = _load(job, channel, limits, time.perf_counter() - forked)
+        module = _load(job, source, channel, limits, time.perf_counter() - forked)
         if module is None:
             return
         for name, fn in chosen:
@@ -252,12 +277,23 @@ def _worker(job: dict[str, Any], probes: Probes, results_fd: int, output_fd: int
         os._exit(code)  # no atexit handlers, no finalizers of the learner's objects
 
 
+def _kept_seams() -> list[str]:
+    """The reference seams the probes registered (they are read when the learner's setup
+    cell loads an earlier build, after the hidden folder is covered)."""
+    siblings = sys.modules.get("workbook.siblings")
+    registered = getattr(siblings, "_references", {}) if siblings else {}
+    return [str(path) for path in registered.values()]
+
+
 def _load(
-    job: dict[str, Any], channel: _Channel, limits: sandbox.Limits, setup: float
+    job: dict[str, Any],
+    source: str,
+    channel: _Channel,
+    limits: sandbox.Limits,
+    setup: float,
 ) -> types.ModuleType | None:
     """Execute the exported source as a fresh module, or report why it could not run."""
     path = job["source"]
-    source = Path(path).read_text(encoding="utf-8")
     module = types.ModuleType("submission")
     module.__file__ = path
     sys.modules["submission"] = module  # dataclasses look their module up by name
