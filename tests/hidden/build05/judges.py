@@ -1,0 +1,846 @@
+"""Build 05's judges: run in the grading process, on the probes' plain JSON observations.
+
+One judge per graded test of notebook 05 in ``workbook.toml``. Expected values are computed here
+from the specs: Retry-After from RFC 9110's arithmetic, an error's kind from its status, the
+launches from the fixture's own data, each request's virtual time from the policy's backoff and
+the server's scripted waits. None of it enters the child. The graded versions of the visible
+tests use more inputs than the self-checks. Judging the same observations twice gives the
+same verdicts.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+from etl import TRANSIENT_STATUSES
+from workbook.grading.judging import (
+    JSON,
+    TIME_TOLERANCE,
+    Fail,
+    Judges,
+    Observed,
+    check,
+    equal,
+    message,
+    not_done,
+    ok,
+    outcome_text,
+    render,
+    same_value,
+)
+from workbook.grading.suites import load_probes
+
+P = load_probes(Path(__file__).with_name("probes.py"))
+JUDGES = Judges()
+IDS: list[str] = [result["id"] for result in P.RESULTS]
+#: The default policy's waits after failed attempts 1, 2, 3.
+BACKOFF = (0.2, 0.4, 0.8)
+#: An HTTP-date has whole seconds and the fixture renders it from the wall clock, so a date
+#: "4 s after the response" is 3 to 4 s after the client reads it.
+DATE_SLACK = 1.0
+
+
+# ─────────────────────────────────────────────────────────────── expected values
+
+
+def seconds_until(value: str, now: datetime) -> float | None:
+    """RFC 9110's Retry-After, from its grammar: what every answer here is judged against."""
+    text = value.strip()
+    if text.isascii() and text.isdigit():
+        return float(int(text))
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=now.tzinfo)
+    return max(0.0, (when - now).total_seconds())
+
+
+def date_seconds(offset: int, now: datetime) -> float:
+    """Seconds from `now` to the date rendered `offset` s after it (rendering drops the
+    fraction of a second)."""
+    when = (now + timedelta(seconds=offset)).replace(microsecond=0)
+    return max(0.0, (when - now).total_seconds())
+
+
+def requests(*spec: tuple[int, int, float]) -> list[list[Any]]:
+    return [[offset, nth, at] for offset, nth, at in spec]
+
+
+def plain_pages(limit: int, count: int = 300, at: float = 0.0) -> list[list[Any]]:
+    return [[offset, 1, at] for offset in range(0, count, limit)]
+
+
+# ─────────────────────────────────────────────────────────────── reading observations
+
+
+def value_of(seen: JSON, call: str, expected: str = "a value") -> JSON:
+    return ok(seen, call, expected)
+
+
+def retry_call(value: str | None, now: datetime = P.NOW) -> str:
+    when = "now" if now == P.NOW else f"now={now.isoformat()}"
+    return f"parse_retry_after({value!r}, {when})"
+
+
+def judge_retry_after(
+    seen: JSON, value: str | None, expected: float | None, note: str = ""
+) -> None:
+    call = retry_call(value)
+    got = value_of(seen, call, render(expected))
+    equal(call, got, expected, tolerance=1e-9, note=note)
+
+
+def describe(returned: JSON) -> str:
+    if returned is None:
+        return "None"
+    if not isinstance(returned, dict) or "kind" not in returned:
+        return render(returned)
+    if returned["kind"] == "other":
+        return f"a {returned.get('type')} (not one of etl's error kinds)"
+    parts = [returned["kind"]]
+    if returned.get("status") is not None:
+        parts.append(f"status={returned['status']!r}")
+    parts.append(f"retry_after={returned.get('retry_after')!r}")
+    return ", ".join(parts)
+
+
+def response_call(spec: Sequence[Any]) -> str:
+    return f"error_for_response(a response: {spec[0]}, now)"
+
+
+def expected_error(spec: Sequence[Any], now: datetime = P.NOW) -> JSON:
+    """What error_for_response must return for a non-2xx response, by the spec's table."""
+    _, status, headers, _ = spec
+    header = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
+    wait = None if header is None else seconds_until(header, now)
+    if status == 429:
+        return {"kind": "RateLimited", "status": None, "retry_after": wait}
+    if status in TRANSIENT_STATUSES:
+        return {"kind": "HttpStatus", "status": status, "retry_after": wait}
+    return {"kind": "HttpStatus", "status": status}
+
+
+def judge_response(seen: JSON, spec: Sequence[Any], expected: JSON, note: str = "") -> None:
+    call = response_call(spec)
+    got = value_of(seen, call, describe(expected))
+    if expected is None or got is None or "retry_after" in expected:
+        matches = same_value(got, expected, 1e-9)
+    else:  # a permanent status: its Retry-After does not matter, nobody will wait on it
+        matches = isinstance(got, dict) and {k: got.get(k) for k in expected} == expected
+    check(matches, call, describe(got), describe(expected), note)
+
+
+def end_of(run: JSON, call: str) -> JSON:
+    end = run["end"]
+    if "ok" not in end:
+        not_done(end, call)
+    return end
+
+
+def runs_to_the_end(run: JSON, call: str) -> None:
+    end = end_of(run, call)
+    if "ok" not in end:
+        note = ""
+        if end.get("raised") == "TimeoutError":
+            note = (
+                "asyncio.timeout raised the built-in TimeoutError, which is not an EtlError:"
+                " with_retry let it through. Raise RequestTimeout instead."
+            )
+        elif end.get("raised") == "RuntimeError" and "reuse" in str(end.get("message")):
+            note = "Give with_retry an op that makes a new coroutine per call: functools.partial."
+        elif end.get("raised") == "VirtualDeadline":
+            note = "It never finished: is every attempt bounded by asyncio.timeout(page_timeout)?"
+        elif end.get("raised") == "Runaway":
+            note = "It kept requesting pages: does it stop when next is None?"
+        raise Fail(message(call, outcome_text(end), "every launch, without an error", note))
+
+
+def stops_with(run: JSON, call: str, kind: str, status: int | None = None, note: str = "") -> None:
+    end = end_of(run, call)
+    right = end.get("raised") == kind and end.get("etl") is True
+    if status is not None:
+        right = right and end.get("status") == status
+    wanted = f"raises etl's {kind}" + (f"({status})" if status is not None else "")
+    if not right:
+        got = "it returned" if "ok" in end else outcome_text(end)
+        raise Fail(message(call, got, wanted, note))
+
+
+def yields(run: JSON, call: str, expected: list[str], note: str = "") -> None:
+    items = run["items"]
+    odd = next((i for i in items if not isinstance(i, str)), None)
+    check(
+        odd is None,
+        f"{call}: what it yielded",
+        render(odd),
+        "etl.Launch rows (Launch.from_api of each result)",
+    )
+    if items != expected:
+        first = next(
+            (n for n, (a, b) in enumerate(zip(items, expected, strict=False)) if a != b),
+            min(len(items), len(expected)),
+        )
+        raise Fail(
+            message(
+                f"{call}: the launches yielded",
+                f"{len(items)} launches, differing from the listing at position {first}",
+                f"{len(expected)} launches, the listing's, in order",
+                note,
+            )
+        )
+
+
+def requested(run: JSON, call: str, expected: list[list[Any]], note: str = "") -> None:
+    got = [entry[:3] for entry in run["requests"]]
+    if same_value(got, expected, TIME_TOLERANCE):
+        return
+    first = next(
+        (
+            n
+            for n, (a, b) in enumerate(zip(got, expected, strict=False))
+            if not same_value(a, b, TIME_TOLERANCE)
+        ),
+        min(len(got), len(expected)),
+    )
+    shown = "; ".join(_request_text(r) for r in got[max(0, first - 1) : first + 3]) or "none"
+    wanted = "; ".join(_request_text(r) for r in expected[max(0, first - 1) : first + 3]) or "none"
+    raise Fail(
+        message(
+            f"{call}: the requests (offset, its number for that page, virtual time)",
+            f"{len(got)} requests; from #{first}: {shown}",
+            f"{len(expected)} requests; from #{first}: {wanted}",
+            note,
+        )
+    )
+
+
+def _request_text(entry: Sequence[Any]) -> str:
+    offset, nth, at = entry[:3]
+    return f"offset {offset} #{nth} at {at:g} s"
+
+
+# ─────────────────────────────────────────────────────────────── step 1: parse_retry_after
+
+
+@JUDGES.add("retry_after_reads_seconds_and_dates")
+def judge_seconds_and_dates(obs: Observed) -> None:
+    seen = obs("retry_after_reads_seconds_and_dates")
+    for value, got in zip(("120", "45"), seen["seconds"], strict=True):
+        judge_retry_after(got, value, float(value), "ASCII digits are seconds, as a float.")
+    for (offset, form), got in zip(P.DATE_OFFSETS[:3], seen["dates"], strict=True):
+        text = P.date_text(offset, form)
+        note = "A naive result (asctime) is UTC: .replace(tzinfo=UTC)." if form == "asctime" else ""
+        judge_retry_after(got, text, date_seconds(offset, P.NOW), note)
+    judge_retry_after(seen["past"], P.date_text(-60, "imf"), 0.0, "Never negative.")
+    judge_retry_after(seen["none"], None, None)
+
+
+@JUDGES.add("malformed_retry_after_is_none")
+def judge_malformed(obs: Observed) -> None:
+    values = P.MALFORMED + P.NOT_DELAY_SECONDS
+    for value, got in zip(values, obs("malformed_retry_after_is_none")["values"], strict=True):
+        judge_retry_after(
+            got, value, None, "A Retry-After that is neither form is as good as none."
+        )
+
+
+@JUDGES.add("retry_after_reads_all_three_date_forms")
+def judge_three_forms(obs: Observed) -> None:
+    seen = obs("retry_after_reads_all_three_date_forms")
+    note = (
+        "Read every form with parsedate_to_datetime; the asctime form comes back naive, and it"
+        " is UTC, on a machine in any time zone (this one is 5.5 h from UTC)."
+    )
+    for now, key in ((P.NOW, "now"), (P.NOW_FRACTION, "fraction")):
+        for (offset, form), got in zip(P.DATE_OFFSETS, seen[key], strict=True):
+            text = P.date_text(offset, form, now)
+            call = retry_call(text, now)
+            expected = date_seconds(offset, now)
+            equal(call, value_of(got, call, render(expected)), expected, tolerance=1e-9, note=note)
+
+
+@JUDGES.add("delay_seconds_are_ascii_digits_only")
+def judge_delay_seconds(obs: Observed) -> None:
+    seen = obs("delay_seconds_are_ascii_digits_only")
+    for value, got in zip(P.DELAY_SECONDS, seen["digits"], strict=True):
+        judge_retry_after(got, value, float(int(value)), "ASCII digits: float(int(text)).")
+    for value, got in zip(P.NOT_DELAY_SECONDS, seen["not_digits"], strict=True):
+        judge_retry_after(
+            got,
+            value,
+            None,
+            "delay-seconds is 1*DIGIT, ASCII digits only: no sign, point, underscore, unit or"
+            " other script's digits (str.isdigit() and int() accept some of those).",
+        )
+
+
+@JUDGES.add("retry_after_in_the_past_is_zero")
+def judge_past(obs: Observed) -> None:
+    seen = obs("retry_after_in_the_past_is_zero")
+    for (offset, form), got in zip(P.PAST_OFFSETS, seen["past"], strict=True):
+        judge_retry_after(got, P.date_text(offset, form), 0.0, "A date already past is 0.0.")
+    judge_retry_after(seen["zero"], "0", 0.0)
+    judge_retry_after(seen["long_ago"], "Sun, 06 Nov 1994 08:49:37 GMT", 0.0)
+
+
+# ─────────────────────────────────────────────────────────────── step 2: error_for_response
+
+
+@JUDGES.add("maps_statuses_to_errors")
+def judge_statuses(obs: Observed) -> None:
+    returned = obs("maps_statuses_to_errors")["returned"]
+    specs = (P.GOOD_PAGES[0], P.TRANSIENT_CASES[0], P.TRANSIENT_CASES[6], P.TRANSIENT_CASES[4])
+    specs += (P.PERMANENT_CASES[3],)
+    judge_response(returned[0], specs[0], None, "A 2xx holding a page is no error.")
+    for spec, got in zip(specs[1:], returned[1:], strict=True):
+        judge_response(got, spec, expected_error(spec))
+
+
+@JUDGES.add("bad_json_is_a_parse_error")
+def judge_bad_json(obs: Observed) -> None:
+    for spec, got in zip(
+        P.NOT_PAGES[:5], obs("bad_json_is_a_parse_error")["returned"], strict=True
+    ):
+        judge_response(
+            got,
+            spec,
+            {"kind": "ParseError", "status": None, "retry_after": None},
+            "Return (not raise) ParseError when a 2xx body is not a page.",
+        )
+
+
+@JUDGES.add("every_2xx_page_is_none")
+def judge_good_pages(obs: Observed) -> None:
+    for spec, got in zip(P.GOOD_PAGES, obs("every_2xx_page_is_none")["returned"], strict=True):
+        judge_response(
+            got,
+            spec,
+            None,
+            "Every 2xx (200 <= status < 300) whose body is a page is None, whatever else the"
+            " page holds.",
+        )
+
+
+@JUDGES.add("bodies_that_are_not_a_page_are_parse_errors")
+def judge_not_pages(obs: Observed) -> None:
+    returned = obs("bodies_that_are_not_a_page_are_parse_errors")["returned"]
+    for spec, got in zip(P.NOT_PAGES, returned, strict=True):
+        judge_response(
+            got,
+            spec,
+            {"kind": "ParseError", "status": None, "retry_after": None},
+            "A page is a JSON object with a results list and a next that is null or a string;"
+            " anything else (not JSON, not UTF-8, no body, another shape) is a ParseError.",
+        )
+
+
+@JUDGES.add("transient_statuses_carry_retry_after")
+def judge_transient(obs: Observed) -> None:
+    returned = obs("transient_statuses_carry_retry_after")["returned"]
+    for spec, got in zip(P.TRANSIENT_CASES, returned, strict=True):
+        judge_response(
+            got,
+            spec,
+            expected_error(spec),
+            "429 is RateLimited(retry_after); 408, 500, 502, 503 and 504 are HttpStatus(status,"
+            " message, retry_after), with retry_after from parse_retry_after(header, now).",
+        )
+
+
+@JUDGES.add("other_statuses_are_permanent")
+def judge_permanent(obs: Observed) -> None:
+    returned = obs("other_statuses_are_permanent")["returned"]
+    for spec, got in zip(P.PERMANENT_CASES, returned, strict=True):
+        judge_response(
+            got,
+            spec,
+            expected_error(spec),
+            "Every other status is HttpStatus(status): permanent, so with_retry raises it at"
+            " once (a redirect too: httpx did not follow it).",
+        )
+
+
+@JUDGES.add("now_defaults_to_the_current_utc_time")
+def judge_default_now(obs: Observed) -> None:
+    got = obs("now_defaults_to_the_current_utc_time")["returned"]
+    call = "error_for_response(a 429 with Retry-After an IMF date 60 s from now), no now given"
+    returned = value_of(got, call, "RateLimited")
+    wait = returned.get("retry_after") if isinstance(returned, dict) else None
+    check(
+        isinstance(returned, dict)
+        and returned.get("kind") == "RateLimited"
+        and type(wait) is float
+        and 58.0 <= wait <= 60.0 + 1e-6,
+        call,
+        describe(returned),
+        "RateLimited with retry_after about 59 to 60 seconds",
+        "When now is None, use datetime.now(UTC): aware, and in UTC whatever the machine's zone"
+        " (datetime.now() and datetime.utcnow() are naive).",
+    )
+
+
+# ─────────────────────────────────────────────────────────────── step 3: the source
+
+
+def source_call(query: str, script: str = "", options: str = "") -> str:
+    extra = f", {options}" if options else ""
+    tail = f", {script}" if script else ""
+    return f"SpaceDevsSource(client, LISTING + {query!r}{extra}).launches(){tail}"
+
+
+@JUDGES.add("follows_next_until_null")
+def judge_follows(obs: Observed) -> None:
+    seen = obs("follows_next_until_null")
+    for key, limit, count in (("by_100", 100, 300), ("by_7", 7, P.BY_7)):
+        call = source_call(f"?limit={limit}", f"{count} launches")
+        run = seen[key]
+        runs_to_the_end(run, call)
+        yields(run, call, IDS[:count], "Follow page['next'] until it is None.")
+        requested(run, call, plain_pages(limit, count), "One request per page, in order.")
+
+
+@JUDGES.add("retries_503_then_continues")
+def judge_503(obs: Observed) -> None:
+    run = obs("retries_503_then_continues")
+    call = source_call("?limit=100", "the page at offset 100 answering 503 twice")
+    runs_to_the_end(run, call)
+    yields(run, call, IDS)
+    requested(
+        run,
+        call,
+        requests((0, 1, 0.0), (100, 1, 0.0), (100, 2, 0.2), (100, 3, 0.6), (200, 1, 0.6)),
+        "Each page through with_retry(self.policy, ...): 0.2 s, then 0.4 s of backoff.",
+    )
+
+
+@JUDGES.add("honors_retry_after_on_429")
+def judge_429(obs: Observed) -> None:
+    run = obs("honors_retry_after_on_429")
+    call = source_call("?limit=100", "429 with Retry-After 5 at offset 100, 12 at offset 200")
+    runs_to_the_end(run, call)
+    yields(run, call, IDS)
+    requested(
+        run,
+        call,
+        requests((0, 1, 0.0), (100, 1, 0.0), (100, 2, 5.0), (200, 1, 5.0), (200, 2, 17.0)),
+        "Wait what Retry-After says: RateLimited(seconds) carries it to with_retry.",
+    )
+
+
+@JUDGES.add("page_deadline_cuts_a_hang")
+def judge_deadline(obs: Observed) -> None:
+    seen = obs("page_deadline_cuts_a_hang")
+    for key, timeout in (("ten", 10.0), ("four", 4.0)):
+        run = seen[key]
+        call = source_call(
+            "?limit=100",
+            "the page at offset 100 silent for 600 s once",
+            f"page_timeout={timeout:g}",
+        )
+        runs_to_the_end(run, call)
+        yields(run, call, IDS)
+        at = timeout + BACKOFF[0]
+        requested(
+            run,
+            call,
+            requests((0, 1, 0.0), (100, 1, 0.0), (100, 2, at), (200, 1, at)),
+            "Every attempt inside asyncio.timeout(self.page_timeout); the deadline is a"
+            " RequestTimeout, retried after the backoff.",
+        )
+
+
+@JUDGES.add("follows_next_with_any_page_size")
+def judge_any_page_size(obs: Observed) -> None:
+    seen = obs("follows_next_with_any_page_size")
+    for key, query, limit, count in (
+        ("default", "", 10, 300),
+        ("clamped", "?limit=1000", 100, 300),
+        ("by_1", "?limit=1", 1, 5),
+    ):
+        call = source_call(query, f"{count} launches")
+        run = seen[key]
+        runs_to_the_end(run, call)
+        yields(run, call, IDS[:count])
+        requested(
+            run,
+            call,
+            plain_pages(limit, count),
+            "Follow the server's next links as given: the page size is the server's call.",
+        )
+
+
+@JUDGES.add("empty_last_page_ends_the_run")
+def judge_empty_last(obs: Observed) -> None:
+    run = obs("empty_last_page_ends_the_run")
+    call = source_call("?limit=10", "the page at offset 290 linking to an empty last page")
+    runs_to_the_end(run, call)
+    yields(run, call, IDS)
+    requested(run, call, [*plain_pages(10), [300, 1, 0.0]], "An empty page with next null ends it.")
+
+
+@JUDGES.add("next_leading_back_raises_parse_error")
+def judge_loops(obs: Observed) -> None:
+    for back, run in zip((0, 10), obs("next_leading_back_raises_parse_error")["runs"], strict=True):
+        call = source_call("?limit=10", f"the page at offset 20 linking back to offset {back}")
+        stops_with(
+            run,
+            call,
+            "ParseError",
+            note="Remember the URLs this run fetched; a next among them is a loop: raise"
+            " ParseError instead of fetching it again.",
+        )
+        yields(run, call, IDS[:30], "The pages before the loop are yielded.")
+        requested(run, call, plain_pages(10, 30), "The repeated page is never requested.")
+
+
+@JUDGES.add("retry_after_from_the_server_is_honoured")
+def judge_server_retry_after(obs: Observed) -> None:
+    run = obs("retry_after_from_the_server_is_honoured")
+    call = source_call(
+        "?limit=10",
+        "offset 10: 429 Retry-After 2, then 7; offset 20: 503 Retry-After 3; offset 30: 429"
+        " Retry-After 30; offset 40: 503 Retry-After 'soon'",
+    )
+    runs_to_the_end(run, call)
+    yields(run, call, IDS[:60])
+    requested(
+        run,
+        call,
+        requests(
+            (0, 1, 0.0),
+            (10, 1, 0.0),
+            (10, 2, 2.0),
+            (10, 3, 9.0),
+            (20, 1, 9.0),
+            (20, 2, 12.0),
+            (30, 1, 12.0),
+            (30, 2, 42.0),
+            (40, 1, 42.0),
+            (40, 2, 42.2),
+            (50, 1, 42.2),
+        ),
+        "Retry-After replaces the backoff, as sent (30 s too: it is not capped); a malformed"
+        " one counts as none, so the backoff applies.",
+    )
+
+
+@JUDGES.add("retry_after_dates_from_the_server")
+def judge_server_dates(obs: Observed) -> None:
+    run = obs("retry_after_dates_from_the_server")
+    call = source_call(
+        "?limit=10",
+        "Retry-After 4 s after the response's Date: offset 10 as an IMF date, 20 as RFC 850, 30"
+        " as asctime",
+    )
+    runs_to_the_end(run, call)
+    yields(run, call, IDS[:40])
+    got = run["requests"]
+    offsets = [entry[:2] for entry in got]
+    equal(
+        f"{call}: the requests (offset, its number for that page)",
+        offsets,
+        [[0, 1], [10, 1], [10, 2], [20, 1], [20, 2], [30, 1], [30, 2]],
+    )
+    for first, second in itertools.pairwise(got):
+        if second[0] == first[0]:
+            wait = round(second[2] - first[2], 6)
+            check(
+                4.0 - DATE_SLACK - 1e-6 <= wait <= 4.0 + 1e-6,
+                f"{call}: the wait before offset {second[0]}'s second request",
+                f"{wait:g} s",
+                "3 to 4 s: until the date (the server writes it to the whole second)",
+                "Each date form, with a naive asctime as UTC, minus datetime.now(UTC).",
+            )
+
+
+@JUDGES.add("hang_trips_the_page_deadline")
+def judge_hang_twice(obs: Observed) -> None:
+    run = obs("hang_trips_the_page_deadline")
+    call = source_call("?limit=10", "the page at offset 10 silent twice", "page_timeout=2.5")
+    runs_to_the_end(run, call)
+    yields(run, call, IDS[:30])
+    requested(
+        run,
+        call,
+        requests((0, 1, 0.0), (10, 1, 0.0), (10, 2, 2.7), (10, 3, 5.6), (20, 1, 5.6)),
+        "2.5 s deadline, 0.2 s backoff, 2.5 s deadline, 0.4 s backoff, then the page.",
+    )
+
+
+@JUDGES.add("hang_every_time_raises_request_timeout")
+def judge_hang_always(obs: Observed) -> None:
+    run = obs("hang_every_time_raises_request_timeout")
+    call = source_call(
+        "?limit=10", "the first page never answering", "policy=RetryPolicy(max_attempts=3)"
+    )
+    stops_with(
+        run,
+        call,
+        "RequestTimeout",
+        note="Each attempt's deadline is a RequestTimeout; after the last attempt with_retry"
+        " raises it (the default page_timeout is 10 s).",
+    )
+    requested(run, call, requests((0, 1, 0.0), (0, 2, 10.2), (0, 3, 20.6)))
+    equal(f"{call}: virtual seconds until it raised", run["elapsed"], 30.6, tolerance=1e-6)
+
+
+@JUDGES.add("malformed_json_is_not_retried")
+def judge_malformed_json(obs: Observed) -> None:
+    seen = obs("malformed_json_is_not_retried")
+    for key, offset, what in (("cut_off", 10, "a page cut off"), ("html", 30, "an HTML page")):
+        run = seen[key]
+        call = source_call("?limit=10", f"offset {offset} answering 200 with {what}")
+        stops_with(run, call, "ParseError", note="A body that is not a page is permanent.")
+        yields(run, call, IDS[:offset])
+        requested(run, call, plain_pages(10, offset + 10), "Never repeat a ParseError.")
+
+
+@JUDGES.add("client_error_mid_run_is_not_retried")
+def judge_client_error(obs: Observed) -> None:
+    seen = obs("client_error_mid_run_is_not_retried")
+    for key, offset, status in (("not_found", 20, 404), ("gone", 0, 410)):
+        run = seen[key]
+        call = source_call("?limit=10", f"offset {offset} answering {status}")
+        stops_with(run, call, "HttpStatus", status, "A 4xx is permanent: raised at once.")
+        yields(run, call, IDS[:offset])
+        requested(run, call, plain_pages(10, offset + 10), "Requested once, never retried.")
+
+
+@JUDGES.add("transport_errors_become_etl_errors")
+def judge_transport(obs: Observed) -> None:
+    seen = obs("transport_errors_become_etl_errors")
+    run = seen["recovered"]
+    faults = ", ".join(f"#{n} {name}" for n, name in P.TRANSPORT_FAULTS.items())
+    call = source_call("?limit=50", f"httpx raising on requests {faults}")
+    runs_to_the_end(run, call)
+    yields(run, call, IDS)
+    requested(
+        run,
+        call,
+        requests(
+            (0, 1, 0.0),
+            (50, 1, 0.0),
+            (50, 2, 0.2),
+            (50, 3, 0.6),
+            (100, 1, 0.6),
+            (100, 2, 0.8),
+            (100, 3, 1.2),
+            (150, 1, 1.2),
+            (150, 2, 1.4),
+            (150, 3, 1.8),
+            (200, 1, 1.8),
+            (200, 2, 2.0),
+            (200, 3, 2.4),
+            (250, 1, 2.4),
+        ),
+        "Every httpx.TimeoutException becomes RequestTimeout; httpx.NetworkError and"
+        " RemoteProtocolError become NetworkError: all transient, so retried (a GET is"
+        " idempotent).",
+    )
+    kinds = {"ConnectError": "NetworkError", "ReadTimeout": "RequestTimeout"}
+    kinds["RemoteProtocolError"] = "NetworkError"
+    for name, run in zip(P.EXHAUSTING, seen["exhausted"], strict=True):
+        call = source_call(
+            "?limit=10", f"httpx raising {name} every time", "policy=RetryPolicy(max_attempts=2)"
+        )
+        stops_with(run, call, kinds[name], note=f"httpx.{name} becomes etl's {kinds[name]}.")
+        requested(run, call, requests((0, 1, 0.0), (0, 2, 0.2)))
+
+
+@JUDGES.add("page_changed_between_fetches_is_read_as_sent")
+def judge_changed(obs: Observed) -> None:
+    run = obs("page_changed_between_fetches_is_read_as_sent")
+    call = source_call("?limit=10", "the first page a 503, then sent again with one launch moved")
+    runs_to_the_end(run, call)
+    first = P.RESULTS[0]
+    moved = datetime.fromisoformat(first["net"].replace("Z", "+00:00")) + timedelta(days=1)
+    expected = [[r["id"], r["net"]] for r in P.RESULTS[:20]]
+    expected[0] = [first["id"], moved.strftime("%Y-%m-%dT%H:%M:%SZ")]
+    equal(
+        f"{call}: the launches yielded (id, net)",
+        run["items"],
+        expected,
+        say="the page as the successful attempt sent it: the first launch one day later",
+        note="Yield what the attempt that succeeded returned; nothing from the failed one.",
+    )
+
+
+# ─────────────────────────────────────────────────────────────── step 4: ingest
+
+
+def ingest_call(query: str, script: str = "", path: str = "path") -> str:
+    tail = f", {script}" if script else ""
+    return f"await ingest(SpaceDevsSource(client, LISTING + {query!r}), {path}){tail}"
+
+
+def reports(run: JSON, call: str, fetched: int, written: int, note: str = "") -> None:
+    end = end_of(run, call)
+    if "ok" not in end:
+        raise Fail(message(call, outcome_text(end), f"fetched={fetched}, written={written}", note))
+    report = end["ok"]
+    equal(
+        call,
+        [report.get("fetched"), report.get("written")],
+        [fetched, written],
+        say=f"report.fetched == {fetched} and report.written == {written} (ints)",
+        note=note,
+    )
+
+
+def file_holds(run: JSON, call: str, expected: list[str], note: str = "") -> None:
+    rows = run["rows"]
+    ids = [row[0] if isinstance(row, list) else row for row in rows]
+    if ids == expected:
+        return
+    duplicates = len(ids) - len(set(map(str, ids)))
+    got = f"{len(ids)} lines" + (f", {duplicates} of them repeats" if duplicates else "")
+    raise Fail(
+        message(
+            f"{call}: the file afterwards", got, f"{len(expected)} lines, each launch once", note
+        )
+    )
+
+
+@JUDGES.add("second_run_writes_zero_new_rows")
+def judge_second_run(obs: Observed) -> None:
+    seen = obs("second_run_writes_zero_new_rows")
+    note = (
+        "Start the sink from the file: IdempotentSink.with_seen(JsonlSink(path), keys read back)."
+    )
+    for key, query, path, count in (
+        ("runs", "?limit=100", "path", 300),
+        ("by_7", "?limit=7", "str(path)", P.BY_7),
+    ):
+        first, second = seen[key]
+        call = ingest_call(query, f"{count} launches", path=path)
+        reports(first, call, count, count)
+        file_holds(first, call, IDS[:count])
+        again = call + ", again, with a new source"
+        reports(second, again, count, 0, note)
+        file_holds(second, again, IDS[:count], note)
+
+
+@JUDGES.add("failure_mid_run_keeps_earlier_pages")
+def judge_failure_mid_run(obs: Observed) -> None:
+    seen = obs("failure_mid_run_keeps_earlier_pages")
+    call = ingest_call("?limit=10", "offset 20 answering 404")
+    stops_with(seen["failed"], call, "HttpStatus", 404, "Catch nothing: the caller sees it.")
+    file_holds(seen["failed"], call, IDS[:20], "Load each page as it arrives, inside the loop.")
+    again = ingest_call("?limit=10", "again, the 404 gone")
+    reports(seen["rerun"], again, 300, 280, "The 20 rows in the file are skipped.")
+    file_holds(seen["rerun"], again, IDS)
+
+
+@JUDGES.add("two_processes_write_once")
+def judge_two_processes(obs: Observed) -> None:
+    first, second = obs("two_processes_write_once")["runs"]
+    count = P.SMALL
+    call = ingest_call("?limit=25", f"{count} launches, in a new process")
+    for run in (first, second):
+        if "child" in run:
+            raise Fail(message(call, f"the process did not report: {run['child']}", "a report"))
+    reports(first, call, count, count)
+    again = ingest_call("?limit=25", "in a second new process, the same file")
+    reports(
+        second,
+        again,
+        count,
+        0,
+        "A new process remembers only what is in the file: read its keys back and start"
+        " the sink from them (with_seen).",
+    )
+    file_holds(second, again, IDS[:count])
+
+
+@JUDGES.add("pages_are_written_as_they_arrive")
+def judge_as_they_arrive(obs: Observed) -> None:
+    run = obs("pages_are_written_as_they_arrive")
+    call = ingest_call("?limit=10", f"{P.SMALL} launches")
+    reports(run, call, P.SMALL, P.SMALL)
+    lines = [entry[3] for entry in run["requests"]]
+    equal(
+        f"{call}: the lines in the file as each page was requested",
+        lines,
+        list(range(0, P.SMALL, 10)),
+        note="await sink.load(page) for each page before asking for the next one: at most"
+        " one page in memory, and a failure keeps every page before it.",
+    )
+
+
+@JUDGES.add("failed_run_keeps_its_pages_and_the_rerun_finishes")
+def judge_failed_runs(obs: Observed) -> None:
+    seen = obs("failed_run_keeps_its_pages_and_the_rerun_finishes")
+    count, at = P.SMALL, P.BAD_JSON_AT
+    failed, rerun = seen["bad_json"]
+    call = ingest_call("?limit=10", f"{count} launches, offset {at} answering a page cut off")
+    stops_with(failed, call, "ParseError")
+    file_holds(failed, call, IDS[:at], "Every page before the failure stays written.")
+    again = ingest_call("?limit=10", "again, the page whole")
+    reports(rerun, again, count, count - at)
+    file_holds(rerun, again, IDS[:count])
+    at = P.UNAVAILABLE_AT
+    failed, rerun = seen["unavailable"]
+    call = ingest_call("?limit=10", f"offset {at} answering 503 every time, max_attempts=2")
+    stops_with(failed, call, "HttpStatus", 503, "with_retry gives up after two attempts.")
+    file_holds(failed, call, IDS[:at])
+    again = ingest_call("?limit=10", "again, the 503 gone")
+    reports(rerun, again, count, count - at)
+    file_holds(rerun, again, IDS[:count])
+
+
+@JUDGES.add("keys_on_disk_come_from_the_file")
+def judge_keys_on_disk(obs: Observed) -> None:
+    run = obs("keys_on_disk_come_from_the_file")["run"]
+    call = ingest_call(
+        "?limit=25",
+        f"path already holding the first {P.PREFILLED} launches and one row not in the listing",
+    )
+    reports(
+        run,
+        call,
+        300,
+        300 - P.PREFILLED,
+        "Read the keys of every row already in the file, whoever wrote it:"
+        " content_key(Launch(**row)) for row in read_jsonl(path).",
+    )
+    expected = [*IDS[: P.PREFILLED], "not-in-the-listing", *IDS[P.PREFILLED :]]
+    file_holds(run, call, expected)
+
+
+@JUDGES.add("written_counts_rows_that_reached_the_file")
+def judge_written_counts(obs: Observed) -> None:
+    run = obs("written_counts_rows_that_reached_the_file")
+    call = ingest_call("?limit=10", "a listing of 13 results in which 2 repeat earlier ones")
+    reports(
+        run,
+        call,
+        13,
+        11,
+        "fetched counts the rows the source yielded; written adds up what sink.load returned.",
+    )
+    file_holds(run, call, [*IDS[:11]])
+
+
+@JUDGES.add("revised_launch_is_written_once_more")
+def judge_revised(obs: Observed) -> None:
+    first, second, third = obs("revised_launch_is_written_once_more")["runs"]
+    count = P.SMALL
+    call = ingest_call("?limit=50", f"{count} launches")
+    reports(first, call, count, count)
+    moved = ingest_call("?limit=50", "again, the first launch now one day later")
+    reports(
+        second,
+        moved,
+        count,
+        1,
+        "A launch whose content changed is a new row: its key is new, so it is written, once.",
+    )
+    reports(third, ingest_call("?limit=50", "a third time, still moved"), count, 0)
+    equal(f"{moved}: lines in the file", len(third["rows"]), count + 1)
