@@ -55,6 +55,12 @@ def reference_for(build: str) -> Path | None:
     return _references.get(build)
 
 
+def references() -> dict[str, Path]:
+    """Every registered reference, by build (a copy): what the grader must keep readable,
+    and hash into a grade's cache key."""
+    return dict(_references)
+
+
 @contextlib.contextmanager
 def reference_seams(build: str, path: str | Path) -> Iterator[Path]:
     """``with reference_seams("03", path):`` registers `path` for the block, then restores

@@ -18,7 +18,13 @@ import pytest
 
 from tests.conftest import ROOT
 from workbook import ExportError, export_source, load
-from workbook.siblings import load_sibling, reference_for, reference_seams, sibling_path
+from workbook.siblings import (
+    load_sibling,
+    reference_for,
+    reference_seams,
+    references,
+    sibling_path,
+)
 
 SETUP = "from workbook.siblings import load_sibling\nbuild03 = load_sibling('03')"
 
@@ -94,6 +100,7 @@ def test_exported_text_gets_the_reference_and_notebooks_never_do(tmp_path: Path)
     reference.write_text("VALUE = 'the reference'\n")
     assert reference_for("03") is None or reference_for("03") != reference
     with reference_seams("03", reference):
+        assert references()["03"] == reference.resolve()
         assert run_exported(later).SEEN == "the reference"
         # A notebook still runs on its own earlier build, registered reference or not.
         assert load(later).SEEN == "the learner's unfinished 03"
