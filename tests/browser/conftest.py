@@ -12,12 +12,12 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.browser import harness
-from tests.browser.harness import ARTIFACTS, ROOT, WORK, LabServer, OpenNotebook
+from tests.browser.harness import ARTIFACTS, ROOT, WORK, LabPage, LabServer, OpenNotebook, Timings
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext
@@ -68,6 +68,19 @@ def browser(chromium: str, scratch: Path, lab: LabServer) -> Iterator[BrowserCon
 
 
 @pytest.fixture(scope="session")
+def lab_page(browser: BrowserContext, lab: LabServer) -> Iterator[LabPage]:
+    """The one JupyterLab tab every test opens its notebooks in."""
+    page = browser.new_page()
+    page.set_default_timeout(20_000)
+    timings = Timings()
+    try:
+        yield LabPage(page, lab, timings)
+    finally:
+        timings.write()
+        page.close()
+
+
+@pytest.fixture(scope="session")
 def kernel_prefix(lab: LabServer) -> str:
     """`sys.prefix` of the interpreter the kernels should run on."""
     return subprocess.run(
@@ -82,34 +95,34 @@ def cell_count(path: Path) -> int:
     return len(json.loads(path.read_text(encoding="utf-8"))["cells"])
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[CALL_REPORT] = report
+    return report
+
+
+CALL_REPORT = pytest.StashKey[pytest.TestReport]()
+
+
 @pytest.fixture
 def open_notebook(
-    browser: BrowserContext, lab: LabServer, timings: list[tuple[str, str, float]]
+    lab_page: LabPage, request: pytest.FixtureRequest
 ) -> Iterator[Callable[[Path], OpenNotebook]]:
-    """Open a notebook (a path under `WORK`) in a new tab; close the tab and kernel after."""
+    """Open a notebook (a path under `WORK`); stop its kernel after the test, and keep a
+    screenshot of the page if the test failed."""
     opened: list[OpenNotebook] = []
 
     def open_(path: Path) -> OpenNotebook:
-        page = browser.new_page()
-        page.set_default_timeout(20_000)
-        notebook = OpenNotebook(page, lab, path.relative_to(ROOT).as_posix())
-        page.on("console", lambda m: notebook.console.append(f"{m.type}: {m.text}"))
-        page.on("pageerror", lambda e: notebook.console.append(f"pageerror: {e}"))
+        notebook = lab_page.open(path.relative_to(ROOT).as_posix(), cell_count(path))
         opened.append(notebook)
-        notebook.open(cell_count(path))
         return notebook
 
     yield open_
+    report = request.node.stash.get(CALL_REPORT, None)
+    if report is not None and report.failed:
+        with contextlib.suppress(Exception):
+            harness.screenshot(lab_page.page, f"FAILED_{request.node.name}")
     for notebook in opened:
         notebook.shut_down()
-        notebook.page.close()
-        timings.extend((notebook.path, what, s) for what, s in notebook.timings)
-
-
-@pytest.fixture(scope="session")
-def timings(lab: LabServer) -> Iterator[list[tuple[str, str, float]]]:
-    """Slow steps of every notebook, written out when the session ends (to see drift)."""
-    rows: list[tuple[str, str, float]] = []
-    yield rows
-    lines = [f"{seconds:6.2f} s  {what:<36} {Path(path).name}" for path, what, seconds in rows]
-    (ARTIFACTS / "timings.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -292,70 +292,170 @@ OUTPUTS = ".jp-Notebook .jp-OutputArea-output"
 #: Tracebacks and anything written to stderr render with this MIME type.
 STDERR = f'{OUTPUTS}[data-mime-type="application/vnd.jupyter.stderr"]'
 
-#: Is the Run All that was started finished? No cell is queued or running ("[*]"), and
-#: either every code cell has an execution count or a cell raised, which stops the run
-#: and leaves the rest blank. Only meaningful once every prompt started blank.
-RUN_ALL_DONE = f"""() => {{
-  const prompts = [...document.querySelectorAll('{PROMPTS}')].map(p => p.textContent.trim());
+#: Is the Run All started in the panel `scope` finished? No cell is queued or running
+#: ("[*]"), and either every code cell has an execution count or a cell raised, which stops
+#: the run and leaves the rest blank. Only meaningful once every prompt started blank.
+RUN_ALL_DONE = f"""scope => {{
+  const root = document.querySelector(scope);
+  const prompts = [...root.querySelectorAll('{PROMPTS}')].map(p => p.textContent.trim());
   const counted = p => /^\\[\\d+\\]:$/.test(p);
   if (prompts.some(p => p.includes('*'))) return false;
   if (prompts.length && prompts.every(counted)) return true;
-  return prompts.some(counted) && document.querySelector('{STDERR}') !== null;
+  return prompts.some(counted) && root.querySelector('{STDERR}') !== null;
 }}"""
 
-ALL_PROMPTS_BLANK = f"""() =>
-  [...document.querySelectorAll('{PROMPTS}')].every(p => !/[0-9*]/.test(p.textContent))
-  && document.querySelectorAll('{OUTPUTS}').length === 0"""
+ALL_PROMPTS_BLANK = f"""scope => {{
+  const root = document.querySelector(scope);
+  return [...root.querySelectorAll('{PROMPTS}')].every(p => !/[0-9*]/.test(p.textContent))
+    && root.querySelectorAll('{OUTPUTS}').length === 0;
+}}"""
+
+#: The id of the main-area tab whose tooltip names exactly this path.
+TAB_FOR_PATH = """path => {
+  const tab = [...document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab')]
+    .find(t => (t.getAttribute('title') || '').split('\\n').includes('Path: ' + path));
+  return tab ? tab.dataset.id : null;
+}"""
+
+
+def menu(page: Page, name: str, command: str) -> None:
+    """Click a top menu (e.g. "Run"), then its item for `command` (`data-command`)."""
+    page.locator(".lm-MenuBar-item", has_text=re.compile(f"^{name}$")).click()
+    item = page.locator(f'.lm-Menu-item[data-command="{command}"]')
+    item.click()
+    item.wait_for(state="detached")
+
+
+def screenshot(page: Page, name: str, element: Locator | None = None) -> Path:
+    """`artifacts/browser/<name>.png`: the window, or all of `element` however tall."""
+    path = ARTIFACTS / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if element is None:
+        page.screenshot(path=str(path))
+        return path
+    # JupyterLab fills the window and scrolls inside it, so a tall element is cut off at
+    # the window's edge: grow the window to fit it, then put it back.
+    box = element.bounding_box()
+    tall = int(box["height"]) + 300 if box else VIEWPORT["height"]
+    page.set_viewport_size({"width": VIEWPORT["width"], "height": max(tall, 1000)})
+    try:
+        element.scroll_into_view_if_needed()
+        element.screenshot(path=str(path))
+    finally:
+        page.set_viewport_size(VIEWPORT)
+    return path
+
+
+@dataclass
+class Timings:
+    """(label, what, seconds) for each slow step, written to `artifacts/browser/timings.txt`."""
+
+    rows: list[tuple[str, str, float]] = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def __call__(self, label: str, what: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.rows.append((label, what, time.perf_counter() - start))
+
+    def write(self) -> None:
+        lines = [f"{s:6.2f} s  {what:<36} {label}" for label, what, s in self.rows]
+        (ARTIFACTS / "timings.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@dataclass
+class LabPage:
+    """The session's one JupyterLab tab. Notebooks open in it the way a learner opens a
+    second one (File > Open from Path), which costs a second instead of reloading the app.
+
+    If an earlier test left the page unusable (a dialog still open), the app is reloaded.
+    """
+
+    page: Page
+    server: LabServer
+    timings: Timings
+    loaded: bool = False
+
+    def pause(self, seconds: float) -> None:
+        self.page.wait_for_timeout(seconds * 1000)
+
+    def load(self) -> None:
+        with self.timings("JupyterLab", "load the app"):
+            # `reset` starts from an empty workspace, whatever an earlier session left.
+            self.page.goto(f"{self.server.base}/lab?reset&token={self.server.token}")
+            self.page.locator(".jp-LauncherCard").first.wait_for(timeout=30_000)
+        self.loaded = True
+
+    def hide_file_browser(self) -> None:
+        """The file browser only takes room from the notebook in screenshots."""
+        browser = self.page.locator("#filebrowser")
+        if browser.is_visible():
+            menu(self.page, "View", "filebrowser:toggle-main")
+            browser.wait_for(state="hidden")
+
+    def open(self, path: str, cell_count: int) -> OpenNotebook:
+        """Open `path` (relative to the served root) and wait until its kernel can take a
+        Run All."""
+        if not self.loaded or self.page.locator(".jp-Dialog").count():
+            self.load()
+        label = path.rsplit("/", 2)[-2] + "/" + path.rsplit("/", 1)[-1]
+        with self.timings(label, "open the notebook"):
+            menu(self.page, "File", "filebrowser:open-path")
+            dialog = self.page.locator(".jp-Dialog")
+            dialog.locator("input").fill(path)
+            dialog.locator("input").press("Enter")
+            dialog.wait_for(state="detached")
+            self.page.wait_for_function(TAB_FOR_PATH, arg=path, timeout=30_000)
+            panel_id: str = self.page.evaluate(TAB_FOR_PATH, path)
+            # Open from Path has revealed the file in the file browser before the tab opened.
+            self.hide_file_browser()
+            notebook = OpenNotebook(self, path, panel_id, label)
+            self.page.wait_for_function(
+                "([scope, n]) => document.querySelectorAll("
+                "`${scope} .jp-Notebook .jp-Cell`).length === n",
+                arg=[notebook.scope, cell_count],
+                timeout=30_000,
+            )
+        with self.timings(label, "wait for an idle, connected kernel"):
+            notebook.kernel_id = wait_until(
+                notebook.kernel_ready, 30.0, f"the kernel of {path}", self.pause
+            )
+        return notebook
 
 
 @dataclass
 class OpenNotebook:
-    """A notebook open in its own tab, on its own kernel."""
+    """A notebook open in its own tab of the session's page, on its own kernel. Every
+    locator is scoped to its panel: the tabs of earlier tests stay open, hidden."""
 
-    page: Page
-    server: LabServer
+    lab_page: LabPage
     path: str
     """Relative to the served root, with forward slashes (as the sessions API spells it)."""
+    panel_id: str
+    label: str
     kernel_id: str = ""
-    console: list[str] = field(default_factory=list)
-    timings: list[tuple[str, float]] = field(default_factory=list)
-    """(what, seconds) for each slow step, written to `artifacts/browser/timings.txt`."""
-
-    @contextlib.contextmanager
-    def timed(self, what: str) -> Iterator[None]:
-        start = time.perf_counter()
-        yield
-        self.timings.append((what, time.perf_counter() - start))
 
     @property
-    def cells(self) -> Any:
-        return self.page.locator(".jp-Notebook .jp-Cell")
+    def page(self) -> Page:
+        return self.lab_page.page
 
-    def open(self, cell_count: int) -> None:
-        """Load JupyterLab on this notebook and wait until its kernel can take a Run All."""
-        with self.timed("load JupyterLab on the notebook"):
-            # `reset` starts from an empty workspace, so earlier tests' tabs do not reopen.
-            self.page.goto(
-                f"{self.server.base}/lab/tree/{self.path}?reset&token={self.server.token}"
-            )
-            self.page.locator(".jp-NotebookPanel").first.wait_for(state="visible", timeout=30_000)
-            self.page.wait_for_function(
-                "n => document.querySelectorAll('.jp-Notebook .jp-Cell').length === n",
-                arg=cell_count,
-                timeout=30_000,
-            )
-            # The file browser only takes room from the notebook in screenshots.
-            self.menu("View", "filebrowser:toggle-main")
-            self.page.locator("#filebrowser").wait_for(state="hidden")
-        with self.timed("wait for an idle, connected kernel"):
-            self.kernel_id = wait_until(
-                self._kernel_ready, 30.0, f"the kernel of {self.path}", self._pause
-            )
+    @property
+    def server(self) -> LabServer:
+        return self.lab_page.server
 
-    def _pause(self, seconds: float) -> None:
-        self.page.wait_for_timeout(seconds * 1000)
+    @property
+    def scope(self) -> str:
+        return f'[id="{self.panel_id}"]'
 
-    def _kernel_ready(self) -> str | None:
+    @property
+    def panel(self) -> Locator:
+        return self.page.locator(self.scope)
+
+    @property
+    def cells(self) -> Locator:
+        return self.panel.locator(".jp-Notebook .jp-Cell")
+
+    def kernel_ready(self) -> str | None:
         # The toolbar says "idle" before the session exists, and a Run All sent then is lost:
         # only a kernel the page is connected to and that is idle can take it. A 500 means the
         # kernel is still starting.
@@ -373,31 +473,33 @@ class OpenNotebook:
                 return str(kernel["id"])
         return None
 
-    def menu(self, menu: str, command: str) -> None:
-        """Click a top menu (e.g. "Run"), then its item for `command` (`data-command`)."""
-        self.page.locator(".lm-MenuBar-item", has_text=re.compile(f"^{menu}$")).click()
-        item = self.page.locator(f'.lm-Menu-item[data-command="{command}"]')
-        item.click()
-        item.wait_for(state="detached")
+    def activate(self) -> None:
+        """Make this the current notebook: the Edit and Run menus act on that one."""
+        tab = self.page.locator(f'.lm-DockPanel-tabBar .lm-TabBar-tab[data-id="{self.panel_id}"]')
+        tab.click()
+        self.panel.wait_for(state="visible")
 
     def clear_all_outputs(self) -> None:
         """What a learner sees after Edit > Clear Outputs of All Cells: blank prompts."""
-        self.menu("Edit", "editmenu:clear-all")
-        self.page.wait_for_function(ALL_PROMPTS_BLANK, timeout=10_000)
+        self.activate()
+        menu(self.page, "Edit", "editmenu:clear-all")
+        self.page.wait_for_function(ALL_PROMPTS_BLANK, arg=self.scope, timeout=10_000)
 
     def run_all(self) -> None:
         """Clear every output, Run > Run All Cells, and wait until the run has finished or
         stopped on an error. Clearing first means a stored "[7]:" is never mistaken for a
         fresh one (notebooks may be saved with their outputs)."""
         self.clear_all_outputs()
-        with self.timed("Run All"):
-            self.menu("Run", "runmenu:run-all")
-            self.page.wait_for_function(RUN_ALL_DONE, timeout=RUN_ALL_TIMEOUT_MS, polling=100)
+        with self.lab_page.timings(self.label, "Run All"):
+            menu(self.page, "Run", "runmenu:run-all")
+            self.page.wait_for_function(
+                RUN_ALL_DONE, arg=self.scope, timeout=RUN_ALL_TIMEOUT_MS, polling=100
+            )
 
     def prompts(self) -> list[str]:
-        texts: list[str] = self.page.locator(
-            ".jp-Notebook .jp-CodeCell .jp-InputPrompt"
-        ).evaluate_all("ps => ps.map(p => p.textContent.trim())")
+        texts: list[str] = self.panel.locator(PROMPTS).evaluate_all(
+            "ps => ps.map(p => p.textContent.trim())"
+        )
         return texts
 
     def output_text(self, index: int) -> str:
@@ -406,40 +508,25 @@ class OpenNotebook:
         return text
 
     def all_output_text(self) -> str:
-        texts: list[str] = self.page.locator(".jp-Notebook .jp-OutputArea").evaluate_all(
+        texts: list[str] = self.panel.locator(".jp-Notebook .jp-OutputArea").evaluate_all(
             "areas => areas.map(a => a.innerText)"
         )
         return "\n".join(texts)
 
     def error_outputs(self) -> list[str]:
         """Outputs rendered as errors or stderr (a traceback is one of these)."""
-        texts: list[str] = self.page.locator(STDERR).evaluate_all(
+        texts: list[str] = self.panel.locator(STDERR).evaluate_all(
             "outs => outs.map(o => o.innerText)"
         )
         return texts
 
     def screenshot(self, name: str, element: Locator | None = None) -> Path:
-        """`artifacts/browser/<name>.png`: the window, or all of `element` however tall."""
-        path = ARTIFACTS / f"{name}.png"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if element is None:
-            self.page.screenshot(path=str(path))
-            return path
-        # JupyterLab fills the window and scrolls inside it, so a tall element is cut off at
-        # the window's edge: grow the window to fit it, then put it back.
-        box = element.bounding_box()
-        tall = int(box["height"]) + 300 if box else VIEWPORT["height"]
-        self.page.set_viewport_size({"width": VIEWPORT["width"], "height": max(tall, 1000)})
-        try:
-            element.scroll_into_view_if_needed()
-            element.screenshot(path=str(path))
-        finally:
-            self.page.set_viewport_size(VIEWPORT)
-        return path
+        return screenshot(self.page, name, element)
 
     def shut_down(self) -> None:
         """Stop this notebook's kernel, in the background: the server answers only once the
-        kernel has exited, and the next test need not wait for that (`LabServer.stop` does)."""
+        kernel has exited, and the next test need not wait for that (`LabServer.stop` does).
+        The tab stays open and says "No Kernel"; it is hidden behind the next one."""
 
         def delete() -> None:
             with contextlib.suppress(urllib.error.HTTPError, OSError):

@@ -88,7 +88,7 @@ class Explorer:
 
     @classmethod
     def first(cls, nb: OpenNotebook) -> Explorer:
-        root = nb.page.locator(".backoff-explorer").first
+        root = nb.panel.locator(".backoff-explorer").first
         root.locator(".backoff-summary").filter(has_text="attempt").wait_for()
         root.locator("img").first.wait_for()
         root.evaluate(WATCH)
