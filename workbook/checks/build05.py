@@ -185,7 +185,7 @@ def _describe_error(value: Any) -> Said:
     if isinstance(value, BaseException) and not isinstance(
         value, HttpStatus | RateLimited | ParseError
     ):
-        return Said(f"returned or raised {type(value).__name__}({str(value)!r})")
+        return Said(f"returned {type(value).__name__}({str(value)!r})")
     parts = [f"{type(value).__name__}"]
     status = getattr(value, "status", None)
     if status is not None:
@@ -274,10 +274,17 @@ def bad_json_is_a_parse_error(ns: Any) -> None:
         made = response(200, **body)
         ok, got = outcome(functools.partial(ns.error_for_response, made, NOW))
         note = "The body must be a page: a JSON object with a results list and a next."
-        if not ok and isinstance(got, ValueError):
+        if not ok and type(got) is ParseError:
+            note = "Return the error, don't raise it: fetch_page is what raises."
+        elif not ok and isinstance(got, ValueError):
             note = (
                 "response.json() raised: catch ValueError (json's errors are ValueErrors) and"
                 " return ParseError instead of raising."
+            )
+        elif ok and got is not None:
+            note = (
+                "Make it a ParseError, which is permanent: asking again gets the same broken"
+                " bytes, and the next run resumes after the pages already written."
             )
         expect(
             ok and type(got) is ParseError,
@@ -325,8 +332,24 @@ def requests_for(app: FixtureApp, offset: int) -> int:
     return sum(entry.offset == offset for entry in app.log)
 
 
+def _failure_note(error: Any) -> str:
+    if isinstance(error, RuntimeError) and "reuse" in str(error):
+        return (
+            "with_retry calls op() once per attempt, and a coroutine can be awaited once: give"
+            " it functools.partial(self.fetch_page, url), which makes a new one per call."
+        )
+    if isinstance(error, TimeoutError):
+        return (
+            "asyncio.timeout raises the built-in TimeoutError, not an EtlError, so with_retry"
+            " let it through: catch it around the `async with` and raise RequestTimeout."
+        )
+    if isinstance(error, ValueError):
+        return "A body that is not a page must reach with_retry as the ParseError it is."
+    return ""
+
+
 def expect_every_launch(call: str, ok: bool, error: Any, got: list[Any]) -> None:
-    expect(ok, call, said(ok, error), "every launch, without an error")
+    expect(ok, call, said(ok, error), "every launch, without an error", _failure_note(error))
     wrong = next((item for item in got if type(item) is not Launch), None)
     expect(
         wrong is None,
@@ -402,13 +425,6 @@ async def page_deadline_cuts_a_hang(ns: Any) -> None:
     ok, error, got, waited, real = await read_all(
         ns, app, LISTING + "?limit=100", page_timeout=10.0
     )
-    note = ""
-    if not ok and isinstance(error, TimeoutError):
-        note = (
-            "asyncio.timeout raises the built-in TimeoutError, not an EtlError, so with_retry"
-            " let it through: raise RequestTimeout instead."
-        )
-    expect(ok, call, said(ok, error), "every launch, without an error", note)
     expect_every_launch(call, ok, error, got)
     expect(real < REAL_SECONDS, f"{call}: real seconds", round(real, 2), "well under a second")
     expect(

@@ -460,7 +460,7 @@ def judge_deadline(obs: Observed) -> None:
 def judge_any_page_size(obs: Observed) -> None:
     seen = obs("follows_next_with_any_page_size")
     for key, query, limit, count in (
-        ("default", "", 10, 300),
+        ("default", "", 10, P.SHORT),
         ("clamped", "?limit=1000", 100, 300),
         ("by_1", "?limit=1", 1, 5),
     ):
@@ -479,10 +479,18 @@ def judge_any_page_size(obs: Observed) -> None:
 @JUDGES.add("empty_last_page_ends_the_run")
 def judge_empty_last(obs: Observed) -> None:
     run = obs("empty_last_page_ends_the_run")
-    call = source_call("?limit=10", "the page at offset 290 linking to an empty last page")
+    count = P.SHORT
+    call = source_call(
+        "?limit=10", f"{count} launches, the last page linking to an empty page after it"
+    )
     runs_to_the_end(run, call)
-    yields(run, call, IDS)
-    requested(run, call, [*plain_pages(10), [300, 1, 0.0]], "An empty page with next null ends it.")
+    yields(run, call, IDS[:count])
+    requested(
+        run,
+        call,
+        [*plain_pages(10, count), [count, 1, 0.0]],
+        "An empty page with next null ends it.",
+    )
 
 
 @JUDGES.add("next_leading_back_raises_parse_error")
@@ -715,7 +723,7 @@ def judge_second_run(obs: Observed) -> None:
         "Start the sink from the file: IdempotentSink.with_seen(JsonlSink(path), keys read back)."
     )
     for key, query, path, count in (
-        ("runs", "?limit=100", "path", 300),
+        ("runs", "?limit=25", "path", P.SMALL),
         ("by_7", "?limit=7", "str(path)", P.BY_7),
     ):
         first, second = seen[key]
@@ -730,12 +738,13 @@ def judge_second_run(obs: Observed) -> None:
 @JUDGES.add("failure_mid_run_keeps_earlier_pages")
 def judge_failure_mid_run(obs: Observed) -> None:
     seen = obs("failure_mid_run_keeps_earlier_pages")
-    call = ingest_call("?limit=10", "offset 20 answering 404")
+    count = P.SMALL
+    call = ingest_call("?limit=10", f"{count} launches, offset 20 answering 404")
     stops_with(seen["failed"], call, "HttpStatus", 404, "Catch nothing: the caller sees it.")
     file_holds(seen["failed"], call, IDS[:20], "Load each page as it arrives, inside the loop.")
     again = ingest_call("?limit=10", "again, the 404 gone")
-    reports(seen["rerun"], again, 300, 280, "The 20 rows in the file are skipped.")
-    file_holds(seen["rerun"], again, IDS)
+    reports(seen["rerun"], again, count, count - 20, "The 20 rows in the file are skipped.")
+    file_holds(seen["rerun"], again, IDS[:count])
 
 
 @JUDGES.add("two_processes_write_once")
@@ -798,19 +807,21 @@ def judge_failed_runs(obs: Observed) -> None:
 @JUDGES.add("keys_on_disk_come_from_the_file")
 def judge_keys_on_disk(obs: Observed) -> None:
     run = obs("keys_on_disk_come_from_the_file")["run"]
+    count = P.SMALL
     call = ingest_call(
         "?limit=25",
-        f"path already holding the first {P.PREFILLED} launches and one row not in the listing",
+        f"{count} launches, path already holding the first {P.PREFILLED} and one row not in"
+        " the listing",
     )
     reports(
         run,
         call,
-        300,
-        300 - P.PREFILLED,
+        count,
+        count - P.PREFILLED,
         "Read the keys of every row already in the file, whoever wrote it:"
         " content_key(Launch(**row)) for row in read_jsonl(path).",
     )
-    expected = [*IDS[: P.PREFILLED], "not-in-the-listing", *IDS[P.PREFILLED :]]
+    expected = [*IDS[: P.PREFILLED], "not-in-the-listing", *IDS[P.PREFILLED : count]]
     file_holds(run, call, expected)
 
 

@@ -231,8 +231,8 @@ EXHAUSTING: tuple[str, ...] = ("ConnectError", "ReadTimeout", "RemoteProtocolErr
 
 #: Launches in the listing paged 7 at a time (ten pages, the last one short).
 BY_7 = 70
-#: The listing's length where the whole of it is not needed: the probes stay fast.
-SMALL = 100
+#: Listing lengths where the whole of it is not needed: the probes stay fast.
+SMALL, SHORT = 100, 50
 #: Where the failing runs of `failed_runs` fail (10 launches a page).
 BAD_JSON_AT, UNAVAILABLE_AT = 70, 30
 #: Launches already in the file before the first run (with one row not in the listing).
@@ -643,7 +643,7 @@ def deadline(ns: ModuleType) -> JSON:
 @PROBES.add("follows_next_with_any_page_size")
 def any_page_size(ns: ModuleType) -> JSON:
     return {
-        "default": read_source(ns, query=""),
+        "default": read_source(ns, query="", results=RESULTS[:SHORT]),
         "clamped": read_source(ns, query="?limit=1000"),
         "by_1": read_source(ns, query="?limit=1", results=RESULTS[:5]),
     }
@@ -651,7 +651,8 @@ def any_page_size(ns: ModuleType) -> JSON:
 
 @PROBES.add("empty_last_page_ends_the_run")
 def empty_last_page(ns: ModuleType) -> JSON:
-    return read_source(ns, {290: [Fault.next_to(300)]})
+    last = SHORT - 10
+    return read_source(ns, {last: [Fault.next_to(SHORT)]}, results=RESULTS[:SHORT])
 
 
 @PROBES.add("next_leading_back_raises_parse_error")
@@ -722,7 +723,9 @@ def second_run(ns: ModuleType) -> JSON:
     path = fresh_file("twice.jsonl")
     by_7 = fresh_file("twice_by_7.jsonl")
     return {
-        "runs": [run_ingest(ns, path, query="?limit=100") for _ in range(2)],
+        "runs": [
+            run_ingest(ns, path, query="?limit=25", results=RESULTS[:SMALL]) for _ in range(2)
+        ],
         "by_7": [
             run_ingest(ns, str(by_7), query="?limit=7", results=RESULTS[:BY_7]) for _ in range(2)
         ],
@@ -733,8 +736,8 @@ def second_run(ns: ModuleType) -> JSON:
 def failure_mid_run(ns: ModuleType) -> JSON:
     path = fresh_file("stopped.jsonl")
     return {
-        "failed": run_ingest(ns, path, {20: Fault.error(404)}),
-        "rerun": run_ingest(ns, path),
+        "failed": run_ingest(ns, path, {20: Fault.error(404)}, results=RESULTS[:SMALL]),
+        "rerun": run_ingest(ns, path, results=RESULTS[:SMALL]),
     }
 
 
@@ -785,7 +788,7 @@ def stranger() -> Launch:
 def keys_on_disk(ns: ModuleType) -> JSON:
     path = fresh_file("prefilled.jsonl")
     prefill(path, [*launches_from(RESULTS[:PREFILLED]), stranger()])
-    return {"run": run_ingest(ns, path, query="?limit=25")}
+    return {"run": run_ingest(ns, path, query="?limit=25", results=RESULTS[:SMALL])}
 
 
 @PROBES.add("written_counts_rows_that_reached_the_file")
