@@ -657,7 +657,7 @@ def empty_last_page(ns: ModuleType) -> JSON:
 
 @PROBES.add("next_leading_back_raises_parse_error")
 def leading_back(ns: ModuleType) -> JSON:
-    return {"runs": [read_source(ns, script) for script in LOOPS]}
+    return {"runs": [read_source(ns, script, results=RESULTS[:40]) for script in LOOPS]}
 
 
 @PROBES.add("retry_after_from_the_server_is_honoured")
@@ -678,23 +678,23 @@ def hang_twice(ns: ModuleType) -> JSON:
 
 @PROBES.add("hang_every_time_raises_request_timeout")
 def hang_always(ns: ModuleType) -> JSON:
-    return read_source(ns, {0: Fault.hang()}, policy={"max_attempts": 3})
+    return read_source(ns, {0: Fault.hang()}, policy={"max_attempts": 3}, results=RESULTS[:10])
 
 
 @PROBES.add("malformed_json_is_not_retried")
 def malformed_json(ns: ModuleType) -> JSON:
     html = Fault.bad_json(b"<html>Service temporarily unavailable</html>")
     return {
-        "cut_off": read_source(ns, {10: Fault.bad_json()}),
-        "html": read_source(ns, {30: html}),
+        "cut_off": read_source(ns, {10: Fault.bad_json()}, results=RESULTS[:40]),
+        "html": read_source(ns, {30: html}, results=RESULTS[:40]),
     }
 
 
 @PROBES.add("client_error_mid_run_is_not_retried")
 def client_error(ns: ModuleType) -> JSON:
     return {
-        "not_found": read_source(ns, {20: Fault.error(404)}),
-        "gone": read_source(ns, {0: Fault.error(410, retry_after="5")}),
+        "not_found": read_source(ns, {20: Fault.error(404)}, results=RESULTS[:40]),
+        "gone": read_source(ns, {0: Fault.error(410, retry_after="5")}, results=RESULTS[:10]),
     }
 
 
@@ -703,7 +703,12 @@ def transport_errors(ns: ModuleType) -> JSON:
     return {
         "recovered": read_source(ns, query="?limit=50", faults=TRANSPORT_FAULTS.get),
         "exhausted": [
-            read_source(ns, policy={"max_attempts": 2}, faults=lambda _n, name=name: name)
+            read_source(
+                ns,
+                policy={"max_attempts": 2},
+                faults=lambda _n, name=name: name,
+                results=RESULTS[:10],
+            )
             for name in EXHAUSTING
         ],
     }
