@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from workbook import ExportError, export_source, load
+from workbook import ExportError, export_source, load, siblings
 from workbook.siblings import (
     load_sibling,
     reference_for,
@@ -27,6 +27,13 @@ from workbook.siblings import (
 )
 
 SETUP = "from workbook.siblings import load_sibling\nbuild03 = load_sibling('03')"
+
+
+@pytest.fixture(autouse=True)
+def no_references(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start each test with nothing registered: importing a hidden suite's probes earlier in
+    this process (the grading tests do) registers the real reference seams."""
+    monkeypatch.setattr(siblings, "_references", {})
 
 
 def notebook(path: Path, *cells: tuple[str, str]) -> Path:
@@ -98,7 +105,7 @@ def test_exported_text_gets_the_reference_and_notebooks_never_do(tmp_path: Path)
     reference = tmp_path / "hidden" / "03.py"
     reference.parent.mkdir()
     reference.write_text("VALUE = 'the reference'\n")
-    assert reference_for("03") is None or reference_for("03") != reference
+    assert reference_for("03") is None
     with reference_seams("03", reference):
         assert references()["03"] == reference.resolve()
         assert run_exported(later).SEEN == "the reference"
