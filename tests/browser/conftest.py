@@ -44,12 +44,13 @@ def scratch(chromium: str) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def lab(scratch: Path) -> Iterator[LabServer]:
-    """JupyterLab serving the repo root, started by `$WORKBOOK_JUPYTER_PYTHON` if set."""
+def launched(scratch: Path) -> Iterator[LabServer]:
+    """JupyterLab serving the repo root, started by `$WORKBOOK_JUPYTER_PYTHON` if set, and
+    not yet waited for: Chromium starts while it boots."""
     harness.clear_screenshots()
     harness.copy_notebooks(ROOT, WORK)
     log = scratch / "jupyterlab.log"
-    server = harness.start_lab(harness.jupyter_python(), ROOT, scratch / "jupyter", log)
+    server = LabServer(harness.jupyter_python(), ROOT, scratch / "jupyter", log).launch()
     try:
         yield server
     finally:
@@ -62,9 +63,15 @@ def lab(scratch: Path) -> Iterator[LabServer]:
 
 
 @pytest.fixture(scope="session")
-def browser(chromium: str, scratch: Path, lab: LabServer) -> Iterator[BrowserContext]:
+def browser(chromium: str, scratch: Path, launched: LabServer) -> Iterator[BrowserContext]:
     with harness.chromium_context(chromium, scratch / "chromium") as context:
         yield context
+
+
+@pytest.fixture(scope="session")
+def lab(launched: LabServer, browser: BrowserContext) -> LabServer:
+    """The server, once its API answers."""
+    return launched.wait_ready()
 
 
 @pytest.fixture(scope="session")

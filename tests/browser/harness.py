@@ -57,7 +57,8 @@ VIEWPORT: ViewportSize = {"width": 1400, "height": 1000}
 #: How long JupyterLab may take to answer at all, and a notebook to run top to bottom.
 SERVER_START_TIMEOUT = 60.0
 RUN_ALL_TIMEOUT_MS = 45_000
-#: A re-rendered plot counts as settled once its image has not changed for this long.
+#: A re-rendered plot counts as settled once its image has not changed for this long: a second
+#: redraw of the same move would have to take longer than this to compute to go unseen.
 SETTLE_MS = 800
 
 T = TypeVar("T")
@@ -143,19 +144,82 @@ def throwaway_jupyter_env(scratch: Path) -> dict[str, str]:
 
 @dataclass
 class LabServer:
-    """A running JupyterLab; `stop()` ends it and its process group."""
+    """JupyterLab serving `root`: `launch()` starts it, `wait_ready()` waits until its API
+    answers (so a browser can start meanwhile), `stop()` ends it and its process group."""
 
-    process: subprocess.Popen[bytes]
-    port: int
-    token: str
-    log: Path
     python: str
+    root: Path
+    scratch: Path
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+    port: int = 0
+    token: str = ""
     pending: list[threading.Thread] = field(default_factory=list)
     """Kernel shutdowns still in flight; `stop()` lets them finish first."""
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def launch(self) -> LabServer:
+        """Start the server on a free port with a fresh token; do not wait for it."""
+        self.port, self.token = free_port(), secrets.token_hex(16)
+        command = [
+            self.python,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            command.append("--allow-root")
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(
+                command,
+                cwd=self.root,
+                env=throwaway_jupyter_env(self.scratch),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        return self
+
+    def wait_ready(self) -> LabServer:
+        """Return once the API answers. A free port can be taken between our probe and the
+        server's bind, so a failed bind relaunches on a new port (the server itself is told
+        not to wander to another one), at most three times."""
+        for _ in range(3):
+            process = self.process
+            assert process is not None, "launch() first"
+
+            def answering(process: subprocess.Popen[bytes] = process) -> bool | None:
+                if process.poll() is not None:
+                    return True  # exited: stop waiting and look at why
+                with contextlib.suppress(OSError, ValueError):
+                    return self.api("/api/status") is not None
+                return None
+
+            try:
+                wait_until(answering, SERVER_START_TIMEOUT, f"JupyterLab on port {self.port}")
+            except TimeoutError:
+                self.stop()
+                raise TimeoutError(
+                    f"JupyterLab never answered; its log ends:\n{self.log_tail()}"
+                ) from None
+            if process.poll() is None:
+                return self
+            if "already in use" not in self.log_tail():
+                raise RuntimeError(f"JupyterLab exited at start; its log ends:\n{self.log_tail()}")
+            self.launch()
+        raise RuntimeError("JupyterLab could not bind a free port in three tries")
 
     def api(self, path: str, method: str = "GET") -> Any:
         """JSON from the REST API. Raises `urllib.error.HTTPError` on a non-2xx answer."""
@@ -174,7 +238,7 @@ class LabServer:
         """SIGTERM the group (JupyterLab shuts its kernels down), SIGKILL it if it lingers."""
         for thread in self.pending:
             thread.join(timeout=10)
-        if self.process.poll() is not None:
+        if self.process is None or self.process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGTERM)
@@ -184,64 +248,6 @@ class LabServer:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
-
-
-def start_lab(python: str, root: Path, scratch: Path, log: Path) -> LabServer:
-    """Start JupyterLab serving `root`; return once its API answers.
-
-    A free port can be taken between our probe and the server's bind, so a failed bind is
-    retried on a new port (the server itself is told not to wander to another one).
-    """
-    env = throwaway_jupyter_env(scratch)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    for _ in range(3):
-        port, token = free_port(), secrets.token_hex(16)
-        command = [
-            python,
-            "-m",
-            "jupyter",
-            "lab",
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        ]
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            command.append("--allow-root")
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                command,
-                cwd=root,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        server = LabServer(process, port, token, log, python)
-
-        def answering(server: LabServer = server) -> bool | None:
-            if server.process.poll() is not None:
-                return True  # exited: stop waiting and look at why
-            with contextlib.suppress(OSError, ValueError):
-                return server.api("/api/status") is not None
-            return None
-
-        try:
-            wait_until(answering, SERVER_START_TIMEOUT, f"JupyterLab on port {port}")
-        except TimeoutError:
-            server.stop()
-            raise TimeoutError(
-                f"JupyterLab never answered; its log ends:\n{server.log_tail()}"
-            ) from None
-        if process.poll() is None:
-            return server
-        if "already in use" not in server.log_tail():
-            raise RuntimeError(f"JupyterLab exited at start; its log ends:\n{server.log_tail()}")
-    raise RuntimeError("JupyterLab could not bind a free port in three tries")
 
 
 def clear_screenshots() -> None:
