@@ -120,8 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("grades"))
     args = parser.parse_args(argv)
     if args.submissions:
-        print("Class grading (SUBMISSIONS=dir) is not built yet: see the issue on class grading.")
-        return 2
+        if not (ROOT / "tests" / "hidden").exists():
+            print("Class grading needs the hidden suites: run it in the instructor's repository.")
+            return 2
+        from workbook.grading.batch import run as grade_class  # the instructor's repo only
+
+        return grade_class(args.submissions, args.out)
     instructor = (ROOT / "solutions").exists()
     return run(instructor_parts() if instructor else learner_parts(), args.only)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ VIRTUAL_DEADLINE = 3600.0
 #: Real seconds a guarded `time.sleep` may still take per call (see `guard_blocking_sleep`).
 BLOCKING_SLEEP_CAP = 0.002
 _TEXT_LIMIT = 300
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _blocking: list[float] = []
 
 JSON = Any
@@ -65,11 +67,13 @@ def plain(value: Any, depth: int = 0) -> JSON:
 
 
 def safe_text(value: Any, render: Callable[[Any], str] = str) -> str:
-    """`render(value)` cut to a few hundred characters; never raises."""
+    """`render(value)` cut to a few hundred characters, memory addresses left out (so that
+    grading twice tells the learner the same thing); never raises."""
     try:
         text = render(value)
         if type(text) is not str:
             return f"<{_type_name(value)}>"
+        text = _ADDRESS.sub("", str.__str__(text))
     except BaseException:  # a learner's __str__/__repr__ may do anything
         return f"<{_type_name(value)} (its repr raised)>"
     return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 3] + "..."

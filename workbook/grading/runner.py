@@ -595,6 +595,7 @@ class Runner:
             "cgroup": str(server.cgroup.path) if server.cgroup else None,
             "limits": self.limits.as_json(),
             "secrets": sorted({*self.secrets, str(suite.folder.parent)}),
+            "build": suite.build,
             "around": self.around,
         }
         try:

@@ -141,6 +141,9 @@ class _Output(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if self._budget[0] <= 0:  # past the cap: count, never encode (a flood stays cheap)
+            self._budget[0] -= len(text)
+            return len(text)
         data = str(text).encode("utf-8", "backslashreplace")
         room = self._budget[0]
         self._budget[0] -= len(data)
@@ -230,7 +233,7 @@ def _worker(
             sandbox.wall_in(
                 secrets=job.get("secrets", []),
                 around=job.get("around"),
-                keep=_kept_seams(),
+                keep=_kept_seams(str(job.get("build", ""))),
                 workdir=workdir,
                 walls=walls,
                 uid=sandbox.UID_BASE + server,
@@ -277,12 +280,14 @@ def _worker(
         os._exit(code)  # no atexit handlers, no finalizers of the learner's objects
 
 
-def _kept_seams() -> list[str]:
-    """The reference seams the probes registered (they are read when the learner's setup
-    cell loads an earlier build, after the hidden folder is covered)."""
+def _kept_seams(build: str) -> list[str]:
+    """The reference seams of builds before `build` that some suite registered: read when
+    the learner's setup cell loads an earlier build, after the hidden folder is covered.
+    Never the graded build's own (a server serves every build, so a later build's suite may
+    have registered it): those would be its reference solution, ready to load."""
     siblings = sys.modules.get("workbook.siblings")
     registered = getattr(siblings, "_references", {}) if siblings else {}
-    return [str(path) for path in registered.values()]
+    return [str(path) for number, path in registered.items() if build and number < build]
 
 
 def _load(

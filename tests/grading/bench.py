@@ -1,0 +1,151 @@
+"""A generated class for timing class grading: ``python -m tests.grading.bench [--learners 100]``.
+
+Each learner hands in every graded build that has a solution, each one drawn (seeded, so the
+class is the same on every run) from: the solution; the solution with one known bug (a mutant
+of the build's hidden suite, applied to the answer cells); the untouched stubs; a notebook that
+is broken (a syntax error, not JSON, an exception when it loads); or nothing. Two learners
+hang, one at load and one in a function, as a real class would have.
+
+It grades the class cold (empty cache), then again (every grade from the cache), then once
+more after one learner changes one build, and prints the times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from workbook.export import cell_source, cell_tags
+from workbook.grading.batch import grade_class
+from workbook.grading.suites import load_suite
+from workbook.manifest import load_manifest
+
+MANIFEST = load_manifest()
+ROOT = MANIFEST.root
+KINDS = ("solution", "mutant", "stub", "broken", "missing")
+WEIGHTS = (40, 35, 10, 10, 5)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def _answers(nb: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in nb["cells"] if c["cell_type"] == "code" and "answer" in cell_tags(c)]
+
+
+def mutated(solution: dict[str, Any], edits: list[tuple[str, str]]) -> dict[str, Any] | None:
+    """The solution with each edit made inside the one answer cell holding its text."""
+    nb = json.loads(json.dumps(solution))
+    for old, new in edits:
+        cells = [c for c in _answers(nb) if old in cell_source(c)]
+        if len(cells) != 1:
+            return None
+        cells[0]["source"] = cell_source(cells[0]).replace(old, new, 1)
+    return nb
+
+
+def broken(exercise: dict[str, Any], solution: dict[str, Any], rng: random.Random) -> str:
+    how = rng.choice(("syntax", "not json", "raises"))
+    if how == "not json":
+        return '{"cells": [ oops'
+    nb = json.loads(json.dumps(solution))
+    cell = _answers(nb)[-1]
+    extra = "def broken(:\n    pass" if how == "syntax" else "raise RuntimeError('half done')"
+    cell["source"] = cell_source(cell) + "\n\n" + extra + "\n"
+    return json.dumps(nb)
+
+
+def hanging(solution: dict[str, Any], where: str) -> str:
+    nb = json.loads(json.dumps(solution))
+    cell = _answers(nb)[0 if where == "load" else -1]
+    if where == "load":
+        cell["source"] = "while True:\n    pass\n\n" + cell_source(cell)
+    else:  # every function of the first answer cell hangs when called
+        cell["source"] = cell_source(cell).replace(
+            '"""\n', '"""\n    while True:\n        pass\n', 1
+        )
+    return json.dumps(nb)
+
+
+def make_class(folder: Path, learners: int, seed: int = 2024) -> dict[str, int]:
+    """Write `learners` folders into `folder`; returns how many notebooks of each kind."""
+    rng = random.Random(seed)
+    counts = dict.fromkeys((*KINDS, "hang"), 0)
+    builds = [e for e in MANIFEST.graded if e.solution and (ROOT / e.solution).exists()]
+    sources = {e.number: (_read(ROOT / e.path), _read(ROOT / str(e.solution))) for e in builds}
+    mutants = {e.number: load_suite(e.number).mutants for e in builds}
+    for index in range(learners):
+        home = folder / f"learner{index:03d}"
+        home.mkdir(parents=True)
+        for entry in builds:
+            exercise, solution = sources[entry.number]
+            kind = rng.choices(KINDS, WEIGHTS)[0]
+            text: str | None
+            if index in (learners // 3, 2 * learners // 3) and entry == builds[0]:
+                kind, text = "hang", hanging(solution, "load" if index == learners // 3 else "fn")
+            elif kind == "solution":
+                text = json.dumps(solution)
+            elif kind == "stub":
+                text = json.dumps(exercise)
+            elif kind == "broken":
+                text = broken(exercise, solution, rng)
+            elif kind == "mutant" and mutants[entry.number]:
+                mutant = rng.choice(mutants[entry.number])
+                nb = mutated(solution, [(e.old, e.new) for e in mutant.edits])
+                kind, text = (
+                    ("mutant", json.dumps(nb)) if nb else ("solution", json.dumps(solution))
+                )
+            else:
+                kind, text = "missing", None
+            counts[kind] += 1
+            if text is not None:
+                (home / Path(entry.path).name).write_text(text, encoding="utf-8")
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.grading.bench", description=__doc__)
+    parser.add_argument("--learners", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=None)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="rit-bench-") as tmp:
+        submissions, out = Path(tmp) / "class", Path(tmp) / "grades"
+        counts = make_class(submissions, args.learners)
+        print(f"{args.learners} learners; notebooks by kind: {counts}")
+        start = time.perf_counter()
+        cold = grade_class(submissions, out, workers=args.workers)
+        cold_s = time.perf_counter() - start
+        csv_bytes = (out / "grades.csv").read_bytes()
+        start = time.perf_counter()
+        warm = grade_class(submissions, out, workers=args.workers)
+        warm_s = time.perf_counter() - start
+        same = (out / "grades.csv").read_bytes() == csv_bytes
+        first = sorted(submissions.iterdir())[0]
+        changed = next(first.glob("*.ipynb"))
+        changed.write_text(changed.read_text().replace("# ✎ answer", "# ✎ mine", 1))
+        start = time.perf_counter()
+        one = grade_class(submissions, out, workers=args.workers)
+        one_s = time.perf_counter() - start
+    n = args.learners
+    print(
+        f"cold:   {cold_s:6.2f} s for {n} learners ({cold_s / n:.3f} s per learner,"
+        f" {cold.graded} notebooks run: {cold_s / max(cold.graded, 1):.3f} s per notebook)"
+    )
+    print(
+        f"cached: {warm_s:6.2f} s ({warm.graded} run, {warm.from_cache} from the cache);"
+        f" grades.csv byte for byte the same: {same}"
+    )
+    print(f"one changed notebook: {one_s:6.2f} s ({one.graded} run)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

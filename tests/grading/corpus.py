@@ -1,0 +1,571 @@
+"""Submissions that break things or try to cheat, built from the build 03 notebooks.
+
+Every learner here is a folder written by `write_corpus`, made by editing the solution's (or
+the exercise's) answer cells: appending code after a definition redefines it, so each entry
+changes exactly what it says. Entries come in pairs where honesty is measured: a cheat and its
+*twin*, the same code with the lie taken out (the plain value a lying object pretends to be;
+for hard-coded answers, the stub). A cheat must never score above its twin. Cheats that start
+from the stubs must score zero. Building the corpus twice gives the same files.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbook.export import cell_source, cell_tags
+from workbook.manifest import load_manifest
+
+Notebook = dict[str, Any]
+MANIFEST = load_manifest()
+ROOT = MANIFEST.root
+BUILD03 = MANIFEST.entry("03")
+SOLUTION = ROOT / str(BUILD03.solution)
+EXERCISE = ROOT / BUILD03.path
+NAME = Path(BUILD03.path).name
+
+
+def read(path: Path) -> Notebook:
+    data: Notebook = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def answer_cells(nb: Notebook) -> list[dict[str, Any]]:
+    return [c for c in nb["cells"] if c["cell_type"] == "code" and "answer" in cell_tags(c)]
+
+
+def append_after(nb: Notebook, name: str, code: str) -> Notebook:
+    """A copy of `nb` whose answer cell defining `name` ends with `code` (which may redefine it)."""
+    nb = copy.deepcopy(nb)
+    for cell in answer_cells(nb):
+        text = cell_source(cell)
+        if f"def {name}(" in text or f"class {name}" in text:
+            cell["source"] = text.rstrip() + "\n\n\n" + textwrap.dedent(code).strip() + "\n"
+            return nb
+    raise LookupError(f"no answer cell defines {name}")
+
+
+def at_load(nb: Notebook, code: str) -> Notebook:
+    """A copy of `nb` whose first answer cell starts with `code` (it runs when the answers load)."""
+    nb = copy.deepcopy(nb)
+    cell = answer_cells(nb)[0]
+    cell["source"] = textwrap.dedent(code).strip() + "\n\n" + cell_source(cell)
+    return nb
+
+
+def at_end(nb: Notebook, code: str) -> Notebook:
+    """A copy of `nb` whose last answer cell ends with `code` (it overrides every answer)."""
+    nb = copy.deepcopy(nb)
+    cell = answer_cells(nb)[-1]
+    cell["source"] = cell_source(cell).rstrip() + "\n\n\n" + textwrap.dedent(code).strip() + "\n"
+    return nb
+
+
+def stubbed(nb: Notebook, *names: str) -> Notebook:
+    """The honest twin: `names` redefined to raise NotImplementedError, like the stubs."""
+    for name in names:
+        nb = append_after(
+            nb, name, f"def {name}(*args, **kwargs):\n    raise NotImplementedError('{name}')\n"
+        )
+    return nb
+
+
+def write(folder: Path, nb: Notebook | str, name: str = NAME) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    text = nb if isinstance(nb, str) else json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@dataclass(frozen=True)
+class Learner:
+    """One corpus folder: how to write it, and what its grade for build 03 must show."""
+
+    name: str
+    make: Callable[[Path], None]
+    points: int | None = None
+    """Exactly this many points for build 03 (None: see `twin`)."""
+    status: str | None = None
+    words: tuple[str, ...] = ()
+    """Each appears in the build's reason or in a failed test's message."""
+    twin: str | None = None
+    """A cheat scores at most what this honest learner scores."""
+
+
+def solution() -> Notebook:
+    return read(SOLUTION)
+
+
+def exercise() -> Notebook:
+    return read(EXERCISE)
+
+
+# ─────────────────────────────────────────────────────────── broken, and honest but noisy
+
+NOISY = """
+import logging
+import sys
+import warnings
+
+_quiet_fnv = fnv1a_64
+
+
+def fnv1a_64(data):
+    print(f"debug: hashing {len(data)} bytes", file=sys.stderr)
+    warnings.warn("a learner's warning")
+    logging.getLogger("learner").warning("still noisy")
+    return _quiet_fnv(data)
+
+
+print("x" * 200_000, file=sys.stderr)
+"""
+
+FLOOD_PRINT = """
+import sys
+
+for _ in range(1024):  # a gibibyte through print: kept up to the cap, the rest dropped
+    sys.stdout.write("y" * 2**20)
+"""
+
+FLOOD_FD = """
+import os
+
+for _ in range(2048):  # two gibibytes straight to the descriptor: the file-size limit stops it
+    os.write(1, b"z" * 2**20)
+"""
+
+FORK_BOMB = """
+import os
+
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+"""
+
+#: Aims at the class's submissions and the grading outputs (both in a temporary folder here),
+#: its own source and scratch folder, and tries to leave a file in the repository.
+DELETES = """
+import os
+import shutil
+from pathlib import Path
+
+import workbook.manifest
+
+for _target in (Path(@SUBMISSIONS@), Path(@OUT@), Path.cwd().parent):
+    shutil.rmtree(_target, ignore_errors=True)
+try:
+    os.remove(__file__)
+except OSError:
+    pass
+try:
+    (workbook.manifest.repo_root() / @PLANTED@).write_text("a learner was here")
+except OSError:
+    pass
+"""
+
+KILL_SERVER = """
+import os
+import signal
+
+for _kill in (lambda: os.kill(os.getppid(), signal.SIGKILL),
+              lambda: os.killpg(os.getpgid(os.getppid()), signal.SIGKILL)):
+    try:
+        _kill()
+    except OSError:
+        pass
+"""
+
+
+#: Where the corpus is being written (set by `write_corpus`; the deleting learner aims there).
+PLACES: dict[str, str] = {}
+PLANTED = "planted-by-a-learner.txt"
+
+
+def fill(code: str) -> str:
+    for marker, value in (*PLACES.items(), ("PLANTED", PLANTED)):
+        code = code.replace(f"@{marker}@", repr(value))
+    return code
+
+
+def whole_copy(folder: Path) -> None:
+    """A learner's whole copy: the solved build in exercises/, stubs in .pristine/ and a
+    backup, a concept notebook and a checkpoint that must all be ignored."""
+    write(folder / "exercises", solution())
+    write(folder / ".pristine" / "exercises", exercise())
+    write(folder / "exercises" / ".backups", exercise(), NAME.replace(".ipynb", ".1.ipynb"))
+    write(folder / "exercises" / ".ipynb_checkpoints", exercise())
+    write(folder / "notebooks", {"cells": [], "metadata": {}, "nbformat": 4}, "02_x.ipynb")
+
+
+def symlinked(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / NAME).symlink_to(SOLUTION)
+
+
+def two_notebooks(folder: Path) -> None:
+    write(folder, solution(), "03_mine.ipynb")
+    write(folder, exercise(), "03_other.ipynb")
+
+
+def huge(folder: Path) -> None:
+    nb = solution()
+    nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "w" * (17 * 2**20)})
+    write(folder, nb)
+
+
+def no_answer(folder: Path) -> None:
+    nb = solution()
+    for cell in nb["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        cell.setdefault("metadata", {})["tags"] = [t for t in tags if t != "answer"]
+    write(folder, nb)
+
+
+def nb_maker(build: Callable[[], Notebook]) -> Callable[[Path], None]:
+    return lambda folder: write(folder, build())
+
+
+FULL = BUILD03.max_points
+ROBUST: tuple[Learner, ...] = (
+    Learner("ok_solution", nb_maker(solution), FULL, status="graded"),
+    Learner("ok_stub", nb_maker(exercise), 0, status="graded"),
+    Learner("ok_whole_copy", whole_copy, FULL, status="graded"),
+    Learner("ok_noisy_stderr", nb_maker(lambda: append_after(solution(), "fnv1a_64", NOISY)), FULL),
+    Learner("ok_flood_print", nb_maker(lambda: at_load(solution(), FLOOD_PRINT)), FULL),
+    Learner("ok_deletes_files", nb_maker(lambda: at_load(solution(), fill(DELETES))), FULL),
+    Learner("ok_kills_the_server", nb_maker(lambda: at_load(solution(), KILL_SERVER)), FULL),
+    Learner(
+        "hang_at_load",
+        nb_maker(lambda: at_load(solution(), "while True:\n    pass")),
+        0,
+        "error",
+        ("did not finish running",),
+    ),
+    Learner(
+        "hang_in_fnv",
+        nb_maker(
+            lambda: append_after(
+                solution(), "fnv1a_64", "def fnv1a_64(data):\n    while True:\n        pass"
+            )
+        ),
+        FULL - BUILD03.test("fnv1a_vectors").points,
+        "partial",
+        ("timed out",),
+    ),
+    Learner(
+        "hang_swallowing_the_alarm",
+        nb_maker(
+            lambda: append_after(
+                solution(),
+                "fnv1a_64",
+                """
+                def fnv1a_64(data):
+                    while True:
+                        try:
+                            while True:
+                                pass
+                        except BaseException:
+                            pass
+                """,
+            )
+        ),
+        FULL - BUILD03.test("fnv1a_vectors").points,
+        "partial",
+        ("timed out",),
+    ),
+    Learner(
+        "abort_at_load",
+        nb_maker(lambda: at_load(solution(), "import os\nos.abort()")),
+        0,
+        "error",
+        ("aborted",),
+    ),
+    Learner(
+        "segfault_in_fnv",
+        nb_maker(
+            lambda: append_after(
+                solution(),
+                "fnv1a_64",
+                "import ctypes\n\ndef fnv1a_64(data):\n    return ctypes.string_at(0)",
+            )
+        ),
+        FULL - BUILD03.test("fnv1a_vectors").points,
+        "partial",
+        ("segmentation fault",),
+    ),
+    Learner(
+        "sys_exit_at_load",
+        nb_maker(lambda: at_load(solution(), "import sys\nsys.exit(0)")),
+        0,
+        "error",
+        ("SystemExit",),
+    ),
+    Learner(
+        "os_exit_at_load",
+        nb_maker(lambda: at_load(solution(), "import os\nos._exit(3)")),
+        0,
+        "error",
+        ("exited with code 3",),
+    ),
+    Learner(
+        "memory_at_load",
+        nb_maker(lambda: at_load(solution(), "hoard = [bytearray(2**26) for _ in range(4096)]")),
+        0,
+        "error",
+        ("MemoryError",),
+    ),
+    Learner("fork_bomb_at_load", nb_maker(lambda: at_load(solution(), FORK_BOMB)), 0, "error"),
+    Learner(
+        "flood_fd_at_load",
+        nb_maker(lambda: at_load(solution(), FLOOD_FD)),
+        0,
+        "error",
+        ("File too large",),
+    ),
+    Learner("not_json", lambda f: write(f, "{oops"), 0, "error", ("invalid JSON",)),
+    Learner("no_answer_cell", no_answer, 0, "error", ("no cell tagged 'answer'",)),
+    Learner(
+        "syntax_error",
+        nb_maker(lambda: append_after(solution(), "content_id", "def broken(:\n    pass")),
+        0,
+        "error",
+        ("SyntaxError", "(answer"),
+    ),
+    Learner("not_submitted", lambda f: f.mkdir(parents=True), 0, "not submitted"),
+    Learner("symlink_to_solution", symlinked, 0, "error", ("symlink",)),
+    Learner("two_notebooks", two_notebooks, 0, "error", ("2 notebooks for build 03",)),
+    Learner("huge_notebook", huge, 0, "error", ("too large",)),
+)
+
+# ─────────────────────────────────────────────────────────────────────────────── cheats
+
+ALWAYS_EQUAL = """
+class _Yes:
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    def __hash__(self):
+        return 0
+
+    def __len__(self):
+        return 16
+
+
+def fnv1a_64(data):
+    return _Yes()
+
+
+def content_id(kind, canonical):
+    return _Yes()
+"""
+
+LYING_STR = """
+class _Hex(str):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = str.__hash__
+
+
+def content_id(kind, canonical):
+    return _Hex("0" * 64)
+"""
+
+LYING_FLOAT = """
+class _Seconds(float):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    def __lt__(self, other):
+        return False
+
+    def __gt__(self, other):
+        return False
+
+    __le__ = __ge__ = __eq__
+    __hash__ = float.__hash__
+
+
+def backoff_delay(policy, attempt, rng=None):
+    return _Seconds(0.0)
+"""
+
+PATCH_GRADER = """
+import gc
+import sys
+
+try:
+    import pytest
+    pytest.approx = lambda *args, **kwargs: True
+    import _pytest.assertion.rewrite as _rewrite
+    _rewrite.AssertionRewritingHook = object
+except Exception:
+    pass
+
+import unittest
+unittest.TestCase.assertEqual = lambda *args, **kwargs: None
+
+import workbook.grading.judging as _judging
+import workbook.grading.observe as _observe
+_judging.same_value = lambda *args, **kwargs: True
+_judging.verdict = lambda *args, **kwargs: None
+_judging.equal = lambda *args, **kwargs: None
+
+
+def _fake_attempt(fn):
+    return {"ok": True}
+
+
+_observe.attempt = _fake_attempt
+_observe.plain = lambda value, depth=0: True
+for _namespace in gc.get_objects():  # the probes' own globals, wherever they are
+    if isinstance(_namespace, dict) and "PROBES" in _namespace and "attempt" in _namespace:
+        _namespace["attempt"] = _fake_attempt
+        _namespace["plain"] = lambda value, depth=0: True
+for _module in list(sys.modules.values()):
+    if getattr(_module, "__name__", "").startswith("_hidden"):
+        _module.attempt = _fake_attempt
+"""
+
+READ_HIDDEN = """
+import os
+import sys
+
+import workbook.manifest
+
+_repo = workbook.manifest.repo_root()
+_seen = []
+for _path in (_repo / "tests/hidden/build03/judges.py", _repo / "tests/hidden/build03/probes.py",
+              _repo / "solutions/03_build_retry_and_sink.ipynb", _repo / ".git/HEAD"):
+    try:
+        _text = _path.read_text()
+        print(_text)
+        print(_text, file=sys.stderr)
+        _seen.append(_text[:3000])
+    except OSError as _exc:
+        _seen.append(f"{_path.name}: {type(_exc).__name__}")
+for _folder in (_repo / "tests/hidden", _repo / "solutions", _repo.parent):
+    try:
+        _seen.append(f"{_folder}: {sorted(os.listdir(_folder))}")
+    except OSError as _exc:
+        _seen.append(f"{_folder}: {type(_exc).__name__}")
+
+
+def fnv1a_64(data):
+    return " | ".join(_seen)
+"""
+
+FAKE_RESULTS = """
+import json
+import os
+from pathlib import Path
+
+_report = "learner,03,total,max,status,reason\\ncheat_fake_results,49,49,49,graded,\\n"
+for _out in (Path("grades"), Path(@OUT@), Path.cwd().parent):
+    for _name in ("grades.csv", "feedback/cheat_fake_results.md", ".cache/grades/00/x.json"):
+        try:
+            (_out / _name).parent.mkdir(parents=True, exist_ok=True)
+            (_out / _name).write_text(_report)
+        except OSError:
+            pass
+_forged = "".join(
+    json.dumps({"event": kind, "probe": None, "obs": {"ok": True}}) + "\\n"
+    for kind in ("loaded", "done", "end")
+)
+for _fd in range(3, 64):
+    try:
+        os.write(_fd, _forged.encode())
+    except OSError:
+        pass
+print("================ 31 passed in 0.42s ================")
+print('{"event": "end"}')
+print("49/49 points: all tests passed")
+"""
+
+FAKE_ALL_PASSED = """
+import sys
+
+print("✓ all 31 graded tests passed (49/49)")
+print("PASSED fnv1a_vectors\\nPASSED honors_retry_after", file=sys.stderr)
+"""
+
+HARDCODED = """
+_VISIBLE = {b"": "cbf29ce484222325", b"a": "af63dc4c8601ec8c", b"foobar": "85944171f73967e8"}
+
+
+def fnv1a_64(data):
+    return _VISIBLE.get(bytes(data), "0" * 16)
+"""
+
+
+def cheat(code: str) -> Callable[[Path], None]:
+    """The solution with `code` at the end of its answers (redefining what it cheats on)."""
+    return nb_maker(lambda: at_end(solution(), code))
+
+
+def twin(*names: str) -> Callable[[Path], None]:
+    return nb_maker(lambda: stubbed(solution(), *names))
+
+
+CHEATS: tuple[Learner, ...] = (
+    Learner("cheat_always_equal", cheat(ALWAYS_EQUAL), twin="twin_always_equal"),
+    Learner(
+        "twin_always_equal",
+        cheat(
+            'def fnv1a_64(data):\n    return ""\n\ndef content_id(kind, canonical):\n    return ""'
+        ),
+    ),
+    Learner("cheat_lying_str", cheat(LYING_STR), twin="twin_lying_str"),
+    Learner("twin_lying_str", cheat('def content_id(kind, canonical):\n    return "0" * 64')),
+    Learner("cheat_lying_float", cheat(LYING_FLOAT), twin="twin_lying_float"),
+    Learner(
+        "twin_lying_float", cheat("def backoff_delay(policy, attempt, rng=None):\n    return 0.0")
+    ),
+    Learner("cheat_patches_grader", nb_maker(lambda: at_load(exercise(), PATCH_GRADER)), 0),
+    Learner("cheat_reads_hidden", nb_maker(lambda: at_end(exercise(), READ_HIDDEN)), 0),
+    Learner("cheat_fake_results", nb_maker(lambda: at_load(exercise(), fill(FAKE_RESULTS))), 0),
+    Learner("cheat_prints_all_passed", nb_maker(lambda: at_load(exercise(), FAKE_ALL_PASSED)), 0),
+    Learner("cheat_hardcodes_visible", cheat(HARDCODED), twin="twin_hardcodes"),
+    Learner("twin_hardcodes", twin("fnv1a_64")),
+)
+
+CORPUS: tuple[Learner, ...] = ROBUST + CHEATS
+
+
+def write_corpus(folder: Path, out: Path) -> dict[str, Learner]:
+    """Write every corpus learner under `folder` (to be graded into `out`); returns them by
+    name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    PLACES.update(SUBMISSIONS=str(folder), OUT=str(out))
+    for learner in CORPUS:
+        learner.make(folder / learner.name)
+    return {learner.name: learner for learner in CORPUS}
+
+
+def write_arc(folder: Path, kind: str) -> list[str]:
+    """A learner holding every graded build's solution (``kind="solution"``) or exercise."""
+    builds = []
+    for entry in MANIFEST.graded:
+        path = ROOT / (entry.solution if kind == "solution" and entry.solution else entry.path)
+        if path.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / Path(entry.path).name).write_bytes(path.read_bytes())
+            builds.append(entry.number)
+    return builds
