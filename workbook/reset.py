@@ -38,6 +38,10 @@ def reset(build: str | None) -> int:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         backup = target.parent / ".backups" / f"{target.stem}.{stamp}.ipynb"
         backup.parent.mkdir(exist_ok=True)
+        number = 1
+        while backup.exists():  # two resets within one second keep two backups
+            number += 1
+            backup = backup.with_name(f"{target.stem}.{stamp}-{number}.ipynb")
         shutil.copy2(target, backup)
         print(f"Your version is kept in {backup.relative_to(manifest.root)}.")
     shutil.copy2(pristine, target)
