@@ -1,20 +1,48 @@
 """`make lab`: JupyterLab on the first notebook of the arc, on 127.0.0.1.
 
-Without a display (a server, a container) it does not try to open a browser; as root it
-passes `--allow-root`. Jupyter prints the URL to open, token included.
+The server's root is the repository (so the file browser shows every folder) and the URL it
+prints opens the first notebook directly. Without a display (a server, a container) it does
+not try to open a browser; as root it passes `--allow-root`.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import secrets
+import socket
 import sys
+from pathlib import Path
+from urllib.parse import quote
 
 from workbook.manifest import load_manifest
 
 
-def lab_command(first: str | None) -> list[str]:
-    command = [sys.executable, "-m", "jupyter", "lab", "--ServerApp.ip=127.0.0.1"]
+def free_port(preferred: int = 8888) -> int:
+    """`preferred` when nothing listens there, else a port the OS hands out."""
+    for port in (preferred, 0):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            chosen: int = probe.getsockname()[1]
+            return chosen
+    raise OSError("no free port on 127.0.0.1")
+
+
+def lab_command(root: Path, first: str | None, port: int, token: str) -> list[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.root_dir={root}",
+        f"--IdentityProvider.token={token}",
+    ]
     headless = platform.system() == "Linux" and not (
         os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     )
@@ -31,11 +59,15 @@ def main() -> int:
     manifest = load_manifest()
     entry = manifest.first_existing()
     first = entry.path if entry else None
-    command = lab_command(first)
-    opening = f"on {first}" if first else "(no notebook of the arc exists yet)"
-    print(f"Starting JupyterLab {opening}.")
-    if "--no-browser" in command:
-        print("No display here: open the http://127.0.0.1:... URL that Jupyter prints below.")
+    port, token = free_port(), secrets.token_hex(24)
+    command = lab_command(manifest.root, first, port, token)
+    page = f"lab/tree/{quote(first)}" if first else "lab"
+    print(
+        f"Starting JupyterLab {'on ' + first if first else '(no notebook of the arc exists yet)'}."
+    )
+    print(
+        f"Open this URL (Ctrl-C here stops the server):\n\n    http://127.0.0.1:{port}/{page}?token={token}\n"
+    )
     sys.stdout.flush()
     os.chdir(manifest.root)
     os.execv(sys.executable, command)
