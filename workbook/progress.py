@@ -69,10 +69,15 @@ class BuildReport:
 
 
 def tracked_builds(manifest: Manifest) -> list[Entry]:
-    """Builds whose notebook is on disk and that have visible checks, in arc order."""
+    """Builds (and the quiz) whose notebook is on disk and that have visible checks, in order.
+
+    The quiz's visible checks look only at the form of its answers, so "done" there means
+    answered, not right: its marks come from the instructor's grader.
+    """
     return [
         e
-        for e in manifest.builds
+        for e in manifest.entries
+        if e.kind in ("build", "quiz")
         if (manifest.root / e.path).exists()
         and importlib.util.find_spec(f"workbook.checks.build{e.number}") is not None
     ]
@@ -106,7 +111,8 @@ def render(reports: Sequence[BuildReport]) -> str:
     lines = []
     for report in reports:
         entry, total = report.entry, len(checks_for(report.entry.number).names)
-        status = report.problem or ("done" if report.done else f"{report.passed} of {total}")
+        finished = "answered" if entry.kind == "quiz" else "done"
+        status = report.problem or (finished if report.done else f"{report.passed} of {total}")
         lines.append(f"{entry.number}  {entry.title:<42} {bar(report.passed, total)} {status}")
     done = sum(r.done for r in reports)
     lines.append("")
