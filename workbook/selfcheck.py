@@ -34,7 +34,12 @@ def hints_for(build: str) -> dict[str, str]:
 
 
 def render(
-    results: Sequence[Result], hints: dict[str, str], title: str, *, whole_build: bool = False
+    results: Sequence[Result],
+    hints: dict[str, str],
+    title: str,
+    *,
+    whole_build: bool = False,
+    done_note: str = "Every step of this build is done.",
 ) -> str:
     lines = [title]
     for r in results:
@@ -45,11 +50,7 @@ def render(
     summary = f"{passed} of {len(results)} checks pass."
     todo = next((r for r in results if not r.passed), None)
     if todo is None:
-        summary += (
-            " Every step of this build is done."
-            if whole_build
-            else " This step is done: on to the next one."
-        )
+        summary += f" {done_note}" if whole_build else " This step is done: on to the next one."
     elif todo.name in hints:
         summary += f" Next: {hints[todo.name]}"
     lines.append(summary)
@@ -66,4 +67,11 @@ def selfcheck(build: str, *names_or_steps: str, ns: Any = None) -> None:
     results = checks_for(build).run(ns, *names_or_steps)
     which = ", ".join(names_or_steps) if names_or_steps else "all steps"
     title = f"Self-check, build {build} ({which}):"
-    print(render(results, hints_for(build), title, whole_build=not names_or_steps))
+    note = "Every step of this build is done."
+    try:
+        if load_manifest().entry(build).kind == "quiz":
+            title = f"Self-check, concept check {build} ({which}):"
+            note = "Every answer has a valid form; the grader marks whether it is right."
+    except Exception:
+        pass  # a notebook outside the manifest still gets its report
+    print(render(results, hints_for(build), title, whole_build=not names_or_steps, done_note=note))
