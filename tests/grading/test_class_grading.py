@@ -75,7 +75,8 @@ def test_every_learner_gets_one_row_in_a_fixed_order(graded: Graded) -> None:
     assert "03" in builds
     total = len(table) * len(builds)
     last = graded.progress.rstrip().splitlines()[-1]
-    assert f" {total}/{total} notebooks (0 from cache) " in last
+    # Identical cells (the solution in three folders, the stubs) ran once; the rest reused it.
+    assert f" {total}/{total} notebooks ({graded.report.from_cache} from cache) " in last
 
 
 @pytest.mark.parametrize(
@@ -252,9 +253,11 @@ def test_make_check_submissions_grades_and_exits_zero(
     assert set(rows(out)) == {"ann", "ben", "cid"}
 
 
-def test_outputs_inside_the_submissions_are_refused(tmp_path: Path) -> None:
+def test_folders_that_would_mix_up_the_class_are_refused(tmp_path: Path) -> None:
     said: list[str] = []
     assert run(tmp_path / "missing", tmp_path / "out", stdout=said.append) == 2
     (tmp_path / "class").mkdir()
     assert run(tmp_path / "class", tmp_path / "class" / "out", stdout=said.append) == 2
+    assert run(corpus.ROOT.parent, tmp_path / "out", stdout=said.append) == 2
     assert "no such folder" in said[0] and "inside SUBMISSIONS" in said[1]
+    assert "holds the repository" in said[2]

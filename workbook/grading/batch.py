@@ -438,8 +438,14 @@ def grade_class(
             pending.append(job)
 
     report = ClassReport(builds=builds, learners=learners, skipped_builds=skipped)
-    if pending:
-        size = max(1, min(workers or os.cpu_count() or 1, len(pending)))
+    # The same cells handed in twice (untouched stubs, a shared copy) are run once.
+    same: dict[str, list[_Job]] = collections.defaultdict(list)
+    for job in pending:
+        assert job.key is not None
+        same[job.key].append(job)
+    unique = [group[0] for group in same.values()]
+    if unique:
+        size = max(1, min(workers or os.cpu_count() or 1, len(unique)))
         pool = _Pool(size, limits, hide=(submissions.resolve(), out.resolve()))
         try:
             pool.start()
@@ -449,16 +455,26 @@ def grade_class(
                 with pool.runner() as runner:
                     _grade(job, runner, suites, cache)
                 bar.advance()
+                assert job.grade is not None and job.key is not None
+                for twin in same[job.key][1:]:
+                    twin.grade = BuildGrade(
+                        twin.entry,
+                        twin.found,
+                        _relabel(job.grade.result, twin.found.shown),
+                        job.grade.source_id,
+                        cached=True,
+                    )
+                    bar.advance(cached=True)
 
             with ThreadPoolExecutor(max_workers=size) as executor:
-                list(executor.map(grade, pending))
+                list(executor.map(grade, unique))
         finally:
             pool.close()
     by_learner: dict[str, LearnerGrade] = {g.learner: g for g in learners}
     for job in jobs:
         assert job.grade is not None
         by_learner[job.learner].builds.append(job.grade)
-    report.graded = len(pending)
+    report.graded = len(unique)
     report.from_cache = sum(1 for j in jobs if j.grade is not None and j.grade.cached)
     report.stub_ids = _stub_ids(builds, root)
     write_outputs(report, out)
@@ -821,7 +837,8 @@ def run(
     stdout: Callable[[str], None] = print,
 ) -> int:
     """Grade the class, print where the outputs are; 0 once grading finished, 2 when the
-    submissions folder is missing or the output folder is inside it."""
+    submissions folder is missing, the output folder is inside it, or either holds the
+    repository."""
     if not submissions.is_dir():
         stdout(f"SUBMISSIONS={submissions}: no such folder (one subfolder per learner).")
         return 2
@@ -831,6 +848,9 @@ def run(
         return 2
     if dest == repo_root() or dest in repo_root().parents:
         stdout(f"OUT={out} holds the repository: choose a folder of its own (default grades/).")
+        return 2
+    if sub == repo_root() or sub in repo_root().parents:
+        stdout(f"SUBMISSIONS={submissions} holds the repository: give the folder of the class.")
         return 2
     report = grade_class(submissions, out, workers=workers)
     learners = len(report.learners)
