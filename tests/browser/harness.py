@@ -251,21 +251,40 @@ class LabServer:
 
 
 def clear_screenshots() -> None:
-    """Forget the last session's screenshots, so every one in the folder is from this run."""
+    """Forget the last session's screenshots, so every one in the folder is from this run.
+    Another session in this checkout (someone's `make check`) may be clearing them too."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for old in ARTIFACTS.glob("*.png"):
-        old.unlink()
+        old.unlink(missing_ok=True)
 
 
 def copy_notebooks(root: Path, dest: Path) -> None:
-    """Fresh copies of the notebook folders that exist, without checkpoints."""
+    """Fresh copies of the notebooks (`*.ipynb` at the top of each of `COPIED`).
+
+    Other people may be rewriting a notebook at this moment (`nbconvert --inplace`, `make
+    reset`): a copy is taken only once the file parses as JSON, re-read until it does.
+    """
     if dest.exists():
         shutil.rmtree(dest)
-    dest.mkdir(parents=True)
     for name in COPIED:
-        if (root / name).is_dir():
-            shutil.copytree(
-                root / name, dest / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints")
-            )
+        for notebook in sorted((root / name).glob("*.ipynb")):
+
+            def whole(notebook: Path = notebook) -> str | None:
+                try:
+                    text = notebook.read_text(encoding="utf-8")
+                except FileNotFoundError:
+                    return "gone"  # deleted since the listing: nothing to copy
+                try:
+                    json.loads(text)
+                except ValueError:
+                    return None
+                return text
+
+            text = wait_until(whole, 10.0, f"{notebook} to be a whole notebook again")
+            if text != "gone":
+                target = dest / name / notebook.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
 
 
 @contextlib.contextmanager
