@@ -843,14 +843,14 @@ def run(
         stdout(f"SUBMISSIONS={submissions}: no such folder (one subfolder per learner).")
         return 2
     sub, dest = submissions.resolve(), out.resolve()
-    if dest == sub or sub in dest.parents:
-        stdout(f"OUT={out} is inside SUBMISSIONS={submissions}: it would be graded as a learner.")
+    if sub == repo_root() or sub in repo_root().parents:
+        stdout(f"SUBMISSIONS={submissions} holds the repository: give the folder of the class.")
         return 2
     if dest == repo_root() or dest in repo_root().parents:
         stdout(f"OUT={out} holds the repository: choose a folder of its own (default grades/).")
         return 2
-    if sub == repo_root() or sub in repo_root().parents:
-        stdout(f"SUBMISSIONS={submissions} holds the repository: give the folder of the class.")
+    if dest == sub or sub in dest.parents:
+        stdout(f"OUT={out} is inside SUBMISSIONS={submissions}: it would be graded as a learner.")
         return 2
     report = grade_class(submissions, out, workers=workers)
     learners = len(report.learners)
