@@ -179,21 +179,30 @@ def test_feedback_lists_every_test_with_its_hint(graded: Graded) -> None:
     assert "### ✗ `honors_retry_after`" not in text  # passed: in the table only
 
 
-def test_the_summary_ranks_tests_by_failures(graded: Graded) -> None:
+def test_the_summary_ranks_tests_by_what_learners_get_wrong(graded: Graded) -> None:
     with (graded.out / "summary.csv").open(encoding="utf-8", newline="") as handle:
         table = list(csv.DictReader(handle))
-    failed = [int(row["failed"]) for row in table]
-    assert failed == sorted(failed, reverse=True)
+    ranks = [(-int(row["wrong"]), -int(row["not_done"])) for row in table]
+    assert ranks == sorted(ranks)
+    for row in table:
+        counts = sum(int(row[k]) for k in ("passed", "wrong", "not_done", "broken"))
+        assert counts == int(row["submitted"])
     assert {row["test"] for row in table if row["build"] == "03"} == {
         t.name for t in corpus.BUILD03.tests
     }
+    fnv = next(row for row in table if row["test"] == "fnv1a_vectors")
+    # The hangs, the crash and the hard-coded answers ran and were wrong; stubs are not done.
+    assert int(fnv["wrong"]) >= 4 and int(fnv["not_done"]) >= 3 and int(fnv["broken"]) >= 10
+    assert fnv["most_common_wrong"]
     summary = (graded.out / "summary.md").read_text(encoding="utf-8")
-    assert "## Tests, most failed first" in summary
-    # The same answer cells under three folders (and in a whole copy) are one submission.
+    assert "## Tests, most often wrong first" in summary
+    # The same answer cells under three folders (and in a whole copy) are one submission;
+    # untouched stubs are no news.
     line = next(
         ln for ln in summary.splitlines() if ln.startswith("- 03: ") and "ok_solution" in ln
     )
     assert "arc_solution" in line and "ok_whole_copy" in line
+    assert not [ln for ln in summary.splitlines() if ln.startswith("- 03: ") and "ok_stub" in ln]
 
 
 # ─────────────────────────────────────────────────────────────────── the cache, on its own

@@ -89,6 +89,9 @@ def test_the_copy_holds_what_a_learner_needs_and_no_secret(learner_copy: Path) -
     for target in ("lab:", "check:", "progress:", "reset:"):
         assert f"\n{target}" in makefile
     assert "release:" not in makefile and "instructor only" not in makefile
+    assert "SUBMISSIONS" not in makefile.split("\ncheck:")[1].splitlines()[0]
+    phony = next(ln for ln in makefile.splitlines() if ln.startswith(".PHONY"))
+    assert "release" not in phony
     assert "<!-- instructor -->" not in (learner_copy / "README.md").read_text()
 
 

@@ -553,7 +553,8 @@ def _stub_ids(builds: Sequence[Entry], root: Path) -> dict[str, str]:
     ids = {}
     for entry in builds:
         with contextlib.suppress(WorkbookError, OSError):
-            ids[entry.number] = content_id("submission", export_source(root / entry.path))
+            source = HEADER.sub("# Exported", export_source(root / entry.path), count=1)
+            ids[entry.number] = content_id("submission", source)
     return ids
 
 
@@ -665,12 +666,19 @@ def feedback_md(learner: LearnerGrade) -> str:
 
 @dataclass(frozen=True)
 class SummaryRow:
+    """One test over the learners who handed its build in. A failure is *wrong* (the code ran
+    and gave the wrong answer, hung or crashed: what to reteach), *not done* (a stub, a
+    missing name) or *broken* (the build did not load, so nothing of it ran)."""
+
     build: str
     test: str
     points: int
     visible: bool
     submitted: int
     passed: int
+    wrong: int
+    not_done: int
+    broken: int
     common: str
     common_count: int
 
@@ -679,10 +687,13 @@ class SummaryRow:
         return self.submitted - self.passed
 
 
+NOT_DONE = "not done yet"
+
+
 def summary_rows(report: ClassReport) -> list[SummaryRow]:
-    """Per test, over the learners who handed its build in: most failed first."""
+    """Per test: most often wrong first, then most often not done, then manifest order."""
+    ranked: list[tuple[int, int, int, SummaryRow]] = []
     order = 0
-    ranked: list[tuple[int, int, SummaryRow]] = []
     for entry in report.builds:
         handed_in = [
             b
@@ -691,28 +702,40 @@ def summary_rows(report: ClassReport) -> list[SummaryRow]:
             if b.entry.number == entry.number and b.status != "not submitted"
         ]
         for spec in entry.tests:
-            results = [b.result.test(spec.name) for b in handed_in]
-            passed = sum(r.passed for r in results)
-            firsts = collections.Counter(
-                _one_line(r.message.splitlines()[0] if r.message else "", 100)
-                for r in results
-                if not r.passed
-            )
+            outcomes = [(b, b.result.test(spec.name)) for b in handed_in]
+            failing = [(b, r) for b, r in outcomes if not r.passed]
+            broken = [r for b, r in failing if b.result.status == "error"]
+            not_done = [r for b, r in failing if b.result.status != "error" and _not_done(r)]
+            wrong = [r for b, r in failing if b.result.status != "error" and not _not_done(r)]
+            firsts = collections.Counter(_first_line(r.message) for r in wrong)
             common, count = min(firsts.items(), key=lambda kv: (-kv[1], kv[0]), default=("", 0))
             row = SummaryRow(
-                entry.number,
-                spec.name,
-                spec.points,
-                spec.visible,
-                len(results),
-                passed,
-                common,
-                count,
+                build=entry.number,
+                test=spec.name,
+                points=spec.points,
+                visible=spec.visible,
+                submitted=len(outcomes),
+                passed=len(outcomes) - len(failing),
+                wrong=len(wrong),
+                not_done=len(not_done),
+                broken=len(broken),
+                common=common,
+                common_count=count,
             )
-            ranked.append((-row.failed, order, row))
+            ranked.append((-row.wrong, -row.not_done, order, row))
             order += 1
-    rows = [row for _, _, row in sorted(ranked, key=lambda t: (t[0], t[1]))]
-    return rows
+    return [row for *_, row in sorted(ranked, key=lambda t: t[:3])]
+
+
+def _not_done(result: TestResult) -> bool:
+    return result.message.startswith(NOT_DONE)
+
+
+def _first_line(message: str) -> str:
+    """The line that says most about a failure: the ``got:`` line when there is one."""
+    lines = message.splitlines() or [""]
+    got = next((ln for ln in lines if ln.startswith("got:")), lines[0])
+    return _one_line(got, 100)
 
 
 def summary_csv(rows: Sequence[SummaryRow]) -> str:
@@ -726,8 +749,10 @@ def summary_csv(rows: Sequence[SummaryRow]) -> str:
             "visible",
             "submitted",
             "passed",
-            "failed",
-            "most_common_failure",
+            "wrong",
+            "not_done",
+            "broken",
+            "most_common_wrong",
         ]
     )
     for row in rows:
@@ -739,7 +764,9 @@ def summary_csv(rows: Sequence[SummaryRow]) -> str:
                 "yes" if row.visible else "no",
                 row.submitted,
                 row.passed,
-                row.failed,
+                row.wrong,
+                row.not_done,
+                row.broken,
                 row.common,
             ]
         )
@@ -776,18 +803,21 @@ def summary_md(report: ClassReport, rows: Sequence[SummaryRow]) -> str:
         )
     out += [
         "",
-        "## Tests, most failed first",
+        "## Tests, most often wrong first",
         "",
-        "Over the learners who handed the build in. What most of them fail is what to reteach.",
+        "Over the learners who handed the build in. *Wrong*: the code ran and gave a wrong"
+        " answer, hung or crashed; that is what to reteach. *Not done*: still a stub."
+        " *Broken*: the build did not load, so none of it ran.",
         "",
-        "| build | test | failed | most common first line of the message |",
-        "|---|---|---|---|",
+        "| build | test | wrong | not done | broken | passed | most common wrong result |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         seen = "" if row.visible else " (hidden)"
-        common = f"{row.common_count}× {row.common}".replace("|", "\\|") if row.failed else ""
+        common = f"{row.common_count}× {row.common}".replace("|", "\\|") if row.wrong else ""
         out.append(
-            f"| {row.build} | `{row.test}`{seen} | {row.failed} of {row.submitted} | {common} |"
+            f"| {row.build} | `{row.test}`{seen} | {row.wrong} | {row.not_done} | {row.broken}"
+            f" | {row.passed} of {row.submitted} | {common} |"
         )
     groups = identical_groups(report)
     out += ["", "## Identical submissions", ""]
