@@ -314,10 +314,11 @@ def _load(
         return None
     except BaseException as exc:
         _timer(0)
+        text = safe_text(exc)
         channel.send(
             {
                 "event": "load_error",
-                "error": f"{type(exc).__name__}: {safe_text(exc)}",
+                "error": f"{type(exc).__name__}: {text}" if text else type(exc).__name__,
                 "line": _learner_line(exc, path),
             }
         )
