@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from playwright.sync_api import Locator
 
 NOTEBOOK = WORK / "notebooks" / "01_retry_with_backoff.ipynb"
-#: The explorer's base delay and cap, which this test leaves alone (the seed's policy).
-BASE, CAP = 0.2, 10.0
 
 SUMMARY = re.compile(
     r"(?P<attempts>\d+) attempts? · (?P<sleeps>\d+) sleeps? · "
@@ -66,8 +64,19 @@ SETTLED = """(root, [before, settle]) => {
 }"""
 
 
-def expected_total(attempts: int, base: float = BASE, cap: float = CAP) -> float:
-    return sum(min(base * 2.0 ** (k - 1), cap) for k in range(1, attempts))
+@dataclass(frozen=True)
+class Policy:
+    """The base delay and cap the explorer's sliders show (this test leaves them alone)."""
+
+    base: float
+    cap: float
+
+    def waits(self, attempts: int) -> list[float]:
+        """The formula: before retry k, wait min(base * 2**(k-1), cap); N attempts, N-1 waits."""
+        return [min(self.base * 2.0 ** (k - 1), self.cap) for k in range(1, attempts)]
+
+    def capped(self, attempts: int) -> int:
+        return sum(self.base * 2.0 ** (k - 1) > self.cap for k in range(1, attempts))
 
 
 @dataclass(frozen=True)
@@ -114,6 +123,20 @@ class Explorer:
     def slider(self, label: str) -> Locator:
         return self.root.locator(".widget-slider", has_text=label).locator(".noUi-handle")
 
+    def readout(self, label: str) -> float:
+        text = self.root.locator(".widget-slider", has_text=label).locator(".widget-readout")
+        return float(text.inner_text())
+
+    def policy(self) -> Policy:
+        return Policy(self.readout("base delay"), self.readout("cap"))
+
+    def assert_plain_opening(self) -> None:
+        """The formula checks below start from no jitter and no Retry-After."""
+        active = self.root.locator(".widget-toggle-buttons button.mod-active").inner_text()
+        assert active.strip() == "none", f"the explorer opens with {active!r} jitter"
+        retry_after = self.root.locator(".widget-checkbox input[type=checkbox]")
+        assert not retry_after.is_checked(), "the explorer opens with Retry-After on"
+
     def change(self, act: Callable[[], None]) -> Summary:
         """Do `act`, wait for the explorer to settle, and check it redrew exactly once."""
         before_summary = self.summary().text
@@ -129,21 +152,22 @@ class Explorer:
         changes = self.root.evaluate("root => root.__imageChanges")
         assert changes == 1, f"the plot was redrawn {changes} times for one move, not once"
         assert self.image_src() != before_src, "the plot's image did not change"
-        assert "model not found" not in self.nb.all_output_text()
+        assert "Error displaying widget" not in self.nb.all_output_text()
         return self.summary()
 
 
-def assert_formula(summary: Summary, attempts: int) -> None:
+def assert_formula(summary: Summary, policy: Policy, attempts: int) -> None:
+    """The summary of a schedule without jitter says what the formula says."""
     assert summary.attempts == attempts, summary.text
     assert summary.sleeps == attempts - 1, f"{attempts} attempts need {attempts - 1} sleeps"
-    assert summary.cap == CAP, summary.text
-    want = expected_total(attempts)
+    assert summary.cap == policy.cap, summary.text
+    want = sum(policy.waits(attempts))
     # The summary rounds to 0.1 s (0.01 s below a second).
     assert abs(summary.total - want) <= 0.05 + 1e-9, f"total wait should be {want:.2f} s"
     bites = CAP_BITES.search(summary.text)
     if bites:  # the cap cuts every wait whose uncapped value base * 2**(k-1) exceeds it
-        cut = sum(BASE * 2 ** (k - 1) > CAP for k in range(1, attempts))
-        assert (int(bites["cut"]), int(bites["of"])) == (cut, attempts - 1), summary.text
+        expected = (policy.capped(attempts), attempts - 1)
+        assert (int(bites["cut"]), int(bites["of"])) == expected, summary.text
 
 
 def aria_int(handle: Locator, attribute: str) -> int:
@@ -155,9 +179,11 @@ def drive_explorer(nb: OpenNotebook, prefix: str) -> None:
     """Move attempts up one, switch jitter to full, then move attempts to 1."""
     explorer = Explorer.first(nb)
     explorer.root.scroll_into_view_if_needed()
+    explorer.assert_plain_opening()
+    policy = explorer.policy()
     attempts_handle = explorer.slider("attempts")
     start = aria_int(attempts_handle, "aria-valuenow")
-    assert_formula(explorer.summary(), start)
+    assert_formula(explorer.summary(), policy, start)
     nb.screenshot(f"{prefix}_explorer_opening", explorer.root)
 
     def press(key: str) -> Callable[[], None]:
@@ -167,9 +193,11 @@ def drive_explorer(nb: OpenNotebook, prefix: str) -> None:
 
         return act
 
-    more = start + 1
-    deterministic = explorer.change(press("ArrowRight"))
-    assert_formula(deterministic, more)
+    # One step up, or down if the slider is already at its top.
+    up = start < aria_int(attempts_handle, "aria-valuemax")
+    more = start + 1 if up else start - 1
+    deterministic = explorer.change(press("ArrowRight" if up else "ArrowLeft"))
+    assert_formula(deterministic, policy, more)
     nb.screenshot(f"{prefix}_explorer_attempts_{more}", explorer.root)
 
     jitter = explorer.root.locator(".widget-toggle-buttons button")
@@ -177,13 +205,13 @@ def drive_explorer(nb: OpenNotebook, prefix: str) -> None:
     assert (full.attempts, full.sleeps) == (more, more - 1), full.text
     assert "full jitter" in full.text, full.text
     # Full jitter draws each wait from U(0, min(cap, base * 2**(k-1))): never more in total.
-    assert 0 < full.total <= expected_total(more) + 0.05, full.text
+    assert 0 < full.total <= sum(policy.waits(more)) + 0.05, full.text
     assert full.total != deterministic.total, "full jitter left every wait at its maximum"
     nb.screenshot(f"{prefix}_explorer_full_jitter", explorer.root)
 
     # One attempt: nobody waits after the last attempt, so no sleep at all, jitter or not.
     one = explorer.change(press("Home"))
-    assert_formula(one, 1)
+    assert_formula(one, policy, 1)
     assert one.total == 0, one.text
     nb.screenshot(f"{prefix}_explorer_attempts_1", explorer.root)
 
