@@ -88,6 +88,8 @@ class ForkServer:
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self.cgroup: PidsCgroup | None = None
+        self.inside = False
+        """Whether the server itself is in `cgroup` (its workers are then born there)."""
         self.network = "not started"
         self.filesystem = "not started"
         self.user = "not started"
@@ -130,7 +132,14 @@ class ForkServer:
         self.user = str(ready.get("user", "not reported"))
         self.hash_probe = ready.get("hash")
         if self.cgroup is None:
-            self.cgroup = PidsCgroup.create(self.limits.max_pids)
+            # One more than the limit: the server is in it too, the workers' parent.
+            self.cgroup = PidsCgroup.create(self.limits.max_pids + 1)
+            if self.cgroup is not None and self.proc is not None:
+                try:
+                    sandbox.enter_cgroup(str(self.cgroup.path), self.proc.pid)
+                    self.inside = True
+                except OSError:  # each worker then joins it itself
+                    self.inside = False
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -172,7 +181,7 @@ class ForkServer:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 kill(pid, signal.SIGKILL)
         if self.cgroup is not None:
-            self.cgroup.kill_all()
+            self.cgroup.kill_all(keep=self.proc.pid if self.proc is not None else None)
 
     def close(self) -> None:
         if self.sock is not None:
@@ -592,7 +601,7 @@ class Runner:
             "probes": job.names,
             "source": str(source),
             "workdir": str(workdir),
-            "cgroup": str(server.cgroup.path) if server.cgroup else None,
+            "cgroup": str(server.cgroup.path) if server.cgroup and not server.inside else None,
             "limits": self.limits.as_json(),
             "secrets": sorted({*self.secrets, str(suite.folder.parent)}),
             "build": suite.build,

@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 PIDS_ROOT = Path("/sys/fs/cgroup/pids")
 CLONE_NEWNET = 0x40000000
@@ -117,11 +118,12 @@ class PidsCgroup:
         except (OSError, ValueError):
             return []
 
-    def kill_all(self, patience: float = 2.0) -> bool:
-        """SIGKILL every process in the cgroup until it is empty. True when it emptied."""
+    def kill_all(self, patience: float = 2.0, keep: int | None = None) -> bool:
+        """SIGKILL every process in the cgroup but `keep` (the fork server, which lives in
+        it) until none is left. True when it emptied."""
         deadline = time.monotonic() + patience
         while True:
-            pids = self.pids()
+            pids = [pid for pid in self.pids() if pid != keep]
             if not pids:
                 return True
             for pid in pids:
@@ -189,10 +191,12 @@ def become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def enter_cgroup(path: str | None) -> None:
-    """Join the cgroup (in the child, before any learner code runs)."""
+def enter_cgroup(path: str | None, pid: int | None = None) -> None:
+    """Move `pid` (default: this process) into the cgroup. The fork server joins its own once,
+    so every worker is born inside: moving a process between v1 cgroups waits for the
+    kernel's RCU grace period, 10 to 20 ms each time."""
     if path:
-        Path(path, "cgroup.procs").write_text(str(os.getpid()))
+        Path(path, "cgroup.procs").write_text(str(pid or os.getpid()))
 
 
 def mapped_bytes() -> int:
@@ -304,26 +308,39 @@ def _blocked_ancestor(path: str, uid: int) -> str | None:
 def needed_paths(extra: Iterable[str] = ()) -> list[str]:
     """What the worker must still reach behind the masks: the interpreter and its libraries,
     every import path, the folder each imported top-level module came from (editable
-    installs, such as this repository's packages, live outside site-packages), and `extra`."""
-    candidates = [
-        sys.prefix,
-        sys.base_prefix,
-        sys.exec_prefix,
-        sys.base_exec_prefix,
-        os.path.dirname(os.path.realpath(sys.executable)),
-        *(p for p in sys.path if p),
-        *extra,
-    ]
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        if "." in name or not isinstance(file, str):
-            continue
-        folder = os.path.dirname(file)
-        if os.path.basename(file) == "__init__.py":
-            folder = os.path.dirname(folder)
-        candidates.append(folder)
-    found = []
-    for path in candidates:
+    installs, such as this repository's packages, live outside site-packages), and `extra`.
+
+    The part that depends on what is imported is worked out once per set of modules (the
+    fork server does it before forking, so a worker pays nothing for it)."""
+    key = (len(sys.modules), tuple(sys.path))
+    if _needed_memo.get("key") != key:
+        candidates = [
+            sys.prefix,
+            sys.base_prefix,
+            sys.exec_prefix,
+            sys.base_exec_prefix,
+            os.path.dirname(os.path.realpath(sys.executable)),
+            *(p for p in sys.path if p),
+        ]
+        for name, module in list(sys.modules.items()):
+            file = getattr(module, "__file__", None)
+            if "." in name or not isinstance(file, str):
+                continue
+            folder = os.path.dirname(file)
+            if os.path.basename(file) == "__init__.py":
+                folder = os.path.dirname(folder)
+            candidates.append(folder)
+        _needed_memo.update(key=key, paths=_existing(candidates))
+    base: list[str] = _needed_memo["paths"]
+    return base + [p for p in _existing(extra) if p not in base]
+
+
+_needed_memo: dict[str, Any] = {}
+
+
+def _existing(paths: Iterable[str]) -> list[str]:
+    found: list[str] = []
+    for path in paths:
         real = os.path.realpath(path)
         if os.path.exists(real) and real not in found:
             found.append(real)

@@ -82,6 +82,7 @@ def main(argv: list[str]) -> int:
         results_fd, output_fd = fds
         try:
             probes = _suite(job["suite"])
+            sandbox.needed_paths()  # worked out here once, not in every worker
             # Everything imported so far is shared with the workers: keep the collector off
             # it, so a worker's first collection does not copy every page of it.
             gc.freeze()
@@ -90,6 +91,9 @@ def main(argv: list[str]) -> int:
             os.close(results_fd)
             os.close(output_fd)
             continue
+        # The last job's leftovers were killed after it ended; reaped here, before the fork,
+        # they no longer count against the cgroup this server and its workers share.
+        _reap()
         pid = os.fork()
         if pid == 0:
             sock.close()
