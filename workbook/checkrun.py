@@ -3,6 +3,9 @@
 In the instructor's repo (where `solutions/` exists) it proves the workbook sound; in the
 learner copy it checks the learner's own work. A part whose tool reports "no tests" (pytest's
 exit code 5) counts as skipped, not failed; any other non-zero exit fails the run.
+
+With ``--submissions DIR`` (``make check SUBMISSIONS=dir [OUT=grades]``) it grades a class
+instead (`workbook.grading.batch`): it exits 0 once grading finished, whatever the scores.
 """
 
 from __future__ import annotations
