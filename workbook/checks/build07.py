@@ -410,9 +410,9 @@ def poison_items_are_classified(ns: Any) -> None:
 def replace_never_accumulate(ns: Any) -> None:
     first, bumped = item(0), item(0, 2, status="Success")
     note = (
-        "INSERT ... ON CONFLICT (tenant, source, item_id) DO UPDATE SET version ="
-        " excluded.version, payload = excluded.payload WHERE excluded.version > items.version;"
-        " applied when rowcount == 1."
+        "Upsert on the unique key (tenant, source, item_id): a repeat replaces the stored"
+        " version and payload, never adds to them, and only when the incoming version is"
+        " higher; the statement's rowcount tells applied from unchanged (notebooks 04 and 06)."
     )
     with store(ns) as s:
         results = [
