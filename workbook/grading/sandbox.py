@@ -376,7 +376,8 @@ def plan_masks(
         if os.path.isdir(path) and not os.path.islink(path):
             masks[os.path.realpath(path)] = "temp"
     if around and os.path.realpath(around) != "/":
-        masks[os.path.realpath(around)] = "cover"
+        # A repository cloned straight into /tmp: that /tmp stays a writable private one.
+        masks.setdefault(os.path.realpath(around), "cover")
     if uid is not None:
         for path in needed:
             blocked = _blocked_ancestor(path, uid)
