@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Literal
@@ -186,3 +186,38 @@ def _describe_error(exc: BaseException) -> str:
 def namespace(values: dict[str, Any]) -> SimpleNamespace:
     """A namespace over a notebook's globals, for checks written as ``ns.content_id(...)``."""
     return SimpleNamespace(**values)
+
+
+class Said:
+    """A value shown verbatim in feedback (``returned 42``), not as a quoted string."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def outcome(fn: Callable[[], Any]) -> tuple[bool, Any]:
+    """(True, value) or (False, exception); a stub's NotImplementedError still propagates."""
+    try:
+        return True, fn()
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        return False, exc
+
+
+async def outcome_of(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
+    """`outcome` for an awaitable."""
+    try:
+        return True, await awaitable
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        return False, exc
+
+
+def said(ok: bool, value: Any) -> Said:
+    """What a call did, as feedback shows it: ``returned 42`` or ``raised ParseError('…')``."""
+    return Said(f"returned {value!r}" if ok else f"raised {type(value).__name__}({str(value)!r})")

@@ -19,12 +19,12 @@ import math
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from etl import Launch, MemorySink, NetworkError, ParseError, RateLimited, launches
-from workbook.checking import Checks, expect, expect_equal, expect_raises
+from workbook.checking import Checks, Said, expect, expect_equal, expect_raises, outcome_of, said
 
 CHECKS = Checks("03")
 
@@ -37,16 +37,6 @@ class Row:
 
     name: str
     alt_km: float
-
-
-class Said:
-    """A value shown verbatim in feedback (``returned 42``), not as a quoted string."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 # ───────────────────────────────────────────────────────── step 0: fnv1a_64
@@ -244,20 +234,6 @@ class ScriptedOp:
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
-
-
-async def outcome_of(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
-    """(True, value) or (False, exception); a stub's NotImplementedError still propagates."""
-    try:
-        return True, await awaitable
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        return False, exc
-
-
-def said(ok: bool, value: Any) -> Said:
-    return Said(f"returned {value!r}" if ok else f"raised {type(value).__name__}({str(value)!r})")
 
 
 #: Real seconds a retry check may take: on virtual time its sleeps cost microseconds.

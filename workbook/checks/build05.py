@@ -17,7 +17,6 @@ import asyncio
 import functools
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,7 @@ from etl.server import (
     http_date,
     in_process_client,
 )
-from workbook.checking import Checks, expect, expect_equal
+from workbook.checking import Checks, Said, expect, expect_equal, outcome, outcome_of, said
 
 CHECKS = Checks("05")
 
@@ -52,39 +51,6 @@ NOW = datetime(2024, 3, 1, 12, 0, 0, tzinfo=UTC)
 NOW_TEXT = "now = datetime(2024, 3, 1, 12, 0, 0, tzinfo=UTC)"
 #: Real seconds a check may take: on virtual time its waits cost microseconds.
 REAL_SECONDS = 1.0
-
-
-class Said:
-    """A value shown verbatim in feedback (``returned None``), not as a quoted string."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-def outcome(fn: Callable[[], Any]) -> tuple[bool, Any]:
-    """(True, value) or (False, exception); a stub's NotImplementedError still propagates."""
-    try:
-        return True, fn()
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        return False, exc
-
-
-async def outcome_of(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
-    try:
-        return True, await awaitable
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        return False, exc
-
-
-def said(ok: bool, value: Any) -> Said:
-    return Said(f"returned {value!r}" if ok else f"raised {type(value).__name__}({str(value)!r})")
 
 
 def launch_ids() -> list[str]:

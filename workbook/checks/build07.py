@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from etl import launches
-from workbook.checking import CheckFailure, Checks, expect, expect_equal, show
+from workbook.checking import CheckFailure, Checks, Said, expect, expect_equal, show
 
 CHECKS = Checks("07")
 
@@ -45,16 +45,6 @@ KEYS = {
     "failures": ("tenant", "source", "item_id"),
 }
 State = dict[str, list[tuple[Any, ...]]]
-
-
-class Said:
-    """A value shown verbatim in feedback, not as a quoted string."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 def item(number: int, version: int = 1, **changes: Any) -> dict[str, Any]:
