@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from etl.errors import ParseError
+
 
 class Sink(Protocol):
     """Anything rows can be loaded into. Loading the same rows twice writes them twice,
@@ -24,7 +26,12 @@ def row_to_json(row: Any) -> str:
 
 
 class JsonlSink:
-    """Appends each row as one JSON object per line. Append-only: a repeat appends again."""
+    """Appends each row as one JSON object per line. Append-only: a repeat appends again.
+
+    A crash in the middle of a write can leave a torn last line (no newline, not JSON). The
+    next load cuts that fragment off before appending, so the file stays one object per line;
+    the row it belonged to was never fully written, and a re-run writes it again.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -33,8 +40,14 @@ class JsonlSink:
         if not rows:
             return 0
         # Serialise everything first, so a bad row fails the batch before a byte is written.
-        text = "".join(row_to_json(row) + "\n" for row in rows)
-        with self.path.open("a", encoding="utf-8") as out:
+        text = "".join(row_to_json(row) + "\n" for row in rows).encode("utf-8")
+        with self.path.open("ab") as out:
+            out.seek(0, 2)
+            tail = _torn_tail(self.path)
+            if tail is not None:
+                out.truncate(out.tell() - len(tail))
+            elif out.tell() and not _ends_with_newline(self.path):
+                text = b"\n" + text  # a complete last object someone wrote without a newline
             out.write(text)
         return len(rows)
 
@@ -43,12 +56,48 @@ class JsonlSink:
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Every object in a JSON-lines file, in order; an absent file holds none."""
+    """Every object in a JSON-lines file, in order; an absent file holds none.
+
+    A torn last line (what a crash mid-write leaves) is skipped; a bad line anywhere else
+    raises `ParseError` naming it, since something other than a crash wrote it.
+    """
     path = Path(path)
     if not path.exists():
         return []
-    with path.open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
+    lines = path.read_bytes().split(b"\n")
+    objects = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            objects.append(json.loads(line))
+        except ValueError as exc:
+            if number == len(lines):  # no newline after it: the torn end of a write
+                break
+            raise ParseError(f"{path.name}, line {number}: not JSON ({exc})") from None
+    return objects
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as data:
+        data.seek(0, 2)
+        if data.tell() == 0:
+            return True
+        data.seek(-1, 2)
+        return data.read(1) == b"\n"
+
+
+def _torn_tail(path: Path) -> bytes | None:
+    """The bytes after the last newline when they are not a JSON object, else None."""
+    if _ends_with_newline(path):
+        return None
+    data = path.read_bytes()
+    tail = data[data.rfind(b"\n") + 1 :]
+    try:
+        json.loads(tail)
+    except ValueError:
+        return tail
+    return None
 
 
 class MemorySink:

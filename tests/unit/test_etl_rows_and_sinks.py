@@ -95,3 +95,31 @@ def test_memory_sink_counts_rows_and_calls() -> None:
     assert asyncio.run(sink.load(rows)) == 2
     assert asyncio.run(sink.load(rows[:1])) == 1
     assert (len(sink.rows), sink.calls) == (3, [2, 1])
+
+
+def test_a_torn_last_line_is_skipped_and_cut_before_the_next_write(tmp_path: Path) -> None:
+    """A crash mid-write leaves half a line: readers skip it, the next load replaces it."""
+    path = tmp_path / "out.jsonl"
+    first, second = etl.launches()[:2]
+    asyncio.run(JsonlSink(path).load([first]))
+    with path.open("a", encoding="utf-8") as out:
+        out.write(etl.row_to_json(second)[:40])  # the process died here
+    assert [Launch(**obj) for obj in read_jsonl(path)] == [first]
+    asyncio.run(JsonlSink(path).load([second]))
+    assert [Launch(**obj) for obj in read_jsonl(path)] == [first, second]
+    assert path.read_text(encoding="utf-8").count("\n") == 2
+
+
+def test_a_complete_last_object_without_newline_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    first, second = etl.launches()[:2]
+    path.write_text(etl.row_to_json(first), encoding="utf-8")
+    asyncio.run(JsonlSink(path).load([second]))
+    assert [Launch(**obj) for obj in read_jsonl(path)] == [first, second]
+
+
+def test_a_bad_line_in_the_middle_is_a_parse_error(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    path.write_text('{"a": 1}\nnot json\n{"b": 2}\n', encoding="utf-8")
+    with pytest.raises(ParseError, match="line 2"):
+        read_jsonl(path)
