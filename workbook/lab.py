@@ -7,6 +7,7 @@ not try to open a browser; as root it passes `--allow-root`.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import secrets
@@ -29,6 +30,20 @@ def free_port(preferred: int = 8888) -> int:
             chosen: int = probe.getsockname()[1]
             return chosen
     raise OSError("no free port on 127.0.0.1")
+
+
+#: Settings for this venv's JupyterLab: no "get notified about Jupyter news?" prompt (there is
+#: no network to fetch news from, and a learner should meet the notebook, not a dialog).
+OVERRIDES = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}
+
+
+def quiet_news(prefix: Path = Path(sys.prefix)) -> Path:
+    """Write the venv's JupyterLab settings overrides unless some already exist."""
+    path = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(OVERRIDES, indent=2) + "\n", encoding="utf-8")
+    return path
 
 
 def lab_command(root: Path, first: str | None, port: int, token: str) -> list[str]:
@@ -59,6 +74,7 @@ def main() -> int:
     manifest = load_manifest()
     entry = manifest.first_existing()
     first = entry.path if entry else None
+    quiet_news()
     port, token = free_port(), secrets.token_hex(24)
     command = lab_command(manifest.root, first, port, token)
     page = f"lab/tree/{quote(first)}" if first else "lab"

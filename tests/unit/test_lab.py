@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from pathlib import Path
 
 import pytest
 
-from workbook.lab import free_port, lab_command
+from workbook.lab import OVERRIDES, free_port, lab_command, quiet_news
 
 
 def test_serves_the_repo_root_and_opens_the_notebook(root: Path) -> None:
@@ -32,3 +33,12 @@ def test_free_port_avoids_a_taken_one() -> None:
         taken.listen()
         busy = taken.getsockname()[1]
         assert free_port(busy) != busy
+
+
+def test_news_prompt_is_switched_off_once(tmp_path: Path) -> None:
+    """The overrides file is written when absent and left alone when present."""
+    path = quiet_news(tmp_path)
+    assert json.loads(path.read_text()) == OVERRIDES
+    path.write_text("{}")
+    quiet_news(tmp_path)
+    assert path.read_text() == "{}"
