@@ -6,12 +6,15 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 OUT    ?= grades
+# What `make check` runs: the learner's own check here; the instructor part below swaps in
+# the proof of the whole workbook (the learner copy has no such part).
+CHECKER := workbook.verify
 
 .DEFAULT_GOAL := help
-.PHONY: help lab check progress reset lint format clean release
+.PHONY: help lab check progress reset format clean test lint release
 
 help: ## List the commands (this page)
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2} /^# ---- instructor/ {print "\n  for instructors:"}' $(MAKEFILE_LIST)
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Run It Twice needs Python 3.11 or newer; this is " + sys.version.split()[0] + ". Try: make PYTHON=python3.11 ...")'
@@ -25,16 +28,13 @@ lab: $(STAMP) ## Open JupyterLab on the first notebook
 	@$(PY) -m workbook lab
 
 check: $(STAMP) ## Run every test (SUBMISSIONS=dir grades a class into OUT=grades/)
-	@$(PY) -m workbook.checkrun $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)" --out "$(OUT)")
+	@$(PY) -m $(CHECKER) $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)" --out "$(OUT)")
 
 progress: $(STAMP) ## Show how many checks of each build pass, and what to do next
 	@$(PY) -m workbook progress
 
 reset: $(STAMP) ## Restore one build's stubs, keeping a backup of yours (BUILD=03)
 	@$(PY) -m workbook reset $(BUILD)
-
-lint: $(STAMP) ## Lint and type-check (ruff, ruff format --check, mypy)
-	@$(PY) -m workbook.checkrun --only lint
 
 format: $(STAMP) ## Reformat code and notebooks with ruff
 	@$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
@@ -45,5 +45,15 @@ clean: ## Remove the venv, caches and generated outputs
 	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
 
 # ---- instructor only: `make release` drops everything from this line on ----
+CHECKER := grader.prove
+.PHONY: test lint release
+
+test: $(STAMP) ## The fast loop: ruff, ruff format --check, mypy, unit tests not marked slow
+	@$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(PY) -m mypy
+	@$(PY) -m pytest -q tests/unit -m "not slow"
+
+lint: $(STAMP) ## Lint and type-check (ruff, ruff format --check, mypy)
+	@$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(PY) -m mypy
+
 release: $(STAMP) ## Build the learner copy into OUT=release/ and prove nothing leaked
-	@$(PY) -m workbook.release --out "$(if $(filter command line,$(origin OUT)),$(OUT),release)"
+	@$(PY) -m grader.release --out "$(if $(filter command line,$(origin OUT)),$(OUT),release)"

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import FrameType
 
-from workbook.checking import Result
+from workbook.checks import Result
 from workbook.errors import WorkbookError
 from workbook.export import load
 from workbook.manifest import Entry, Manifest, load_manifest
@@ -79,7 +79,7 @@ def tracked_builds(manifest: Manifest) -> list[Entry]:
         for e in manifest.entries
         if e.kind in ("build", "quiz")
         if (manifest.root / e.path).exists()
-        and importlib.util.find_spec(f"workbook.checks.build{e.number}") is not None
+        and importlib.util.find_spec(f"workbook.buildchecks.build{e.number}") is not None
     ]
 
 

@@ -11,7 +11,9 @@ import shutil
 from datetime import UTC, datetime
 
 from workbook.manifest import load_manifest
-from workbook.release import PRISTINE
+
+#: Where the learner copy keeps the exercises as released, for `make reset`.
+PRISTINE = ".pristine"
 
 
 def reset(build: str | None) -> int:

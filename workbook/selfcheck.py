@@ -12,15 +12,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from workbook.checking import Checks, Result, namespace
+from workbook.checks import Checks, Result, namespace
 from workbook.manifest import load_manifest
 
 MARKS = {"passed": "✓", "failed": "✗", "not done": "·", "error": "✗"}
 
 
 def checks_for(build: str) -> Checks:
-    """The visible checks of a build (``workbook.checks.buildNN``)."""
-    module = importlib.import_module(f"workbook.checks.build{build}")
+    """The visible checks of a build (``workbook.buildchecks.buildNN``)."""
+    module = importlib.import_module(f"workbook.buildchecks.build{build}")
     checks: Checks = module.CHECKS
     return checks
 

@@ -422,8 +422,8 @@ except Exception:
 import unittest
 unittest.TestCase.assertEqual = lambda *args, **kwargs: None
 
-import workbook.grading.judging as _judging
-import workbook.grading.observe as _observe
+import grader.judging as _judging
+import grader.observe as _observe
 _judging.same_value = lambda *args, **kwargs: True
 _judging.verdict = lambda *args, **kwargs: None
 _judging.equal = lambda *args, **kwargs: None

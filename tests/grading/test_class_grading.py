@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from grader import prove
+from grader.batch import ClassReport, LearnerGrade, grade_class, run
+from grader.release import secrets
+from grader.sandbox import Limits
 from tests.grading import corpus
 from tests.grading.corpus import CHEATS, ROBUST, Learner
-from workbook import checkrun
-from workbook.grading.batch import ClassReport, LearnerGrade, grade_class, run
-from workbook.grading.sandbox import Limits
-from workbook.release import secrets
 
 #: Short load time: three learners hang or fork at load, and each costs this much.
 LIMITS = Limits(load_seconds=3.0)
@@ -256,7 +256,7 @@ def test_make_check_submissions_grades_and_exits_zero(
 ) -> None:
     submissions, out = tmp_path / "class", tmp_path / "out"
     small_class(submissions)
-    assert checkrun.main(["--submissions", str(submissions), "--out", str(out)]) == 0
+    assert prove.main(["--submissions", str(submissions), "--out", str(out)]) == 0
     said = capsys.readouterr().out
     assert "Graded 3 learner(s)" in said and "grades.csv" in said
     assert set(rows(out)) == {"ann", "ben", "cid"}

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from workbook.grading import Limits, Mutant, SuiteError
-from workbook.grading.judging import Fail, Judges, Observed, equal, ok, same_value, verdict
-from workbook.grading.observe import attempt, plain, vrun
-from workbook.grading.results import ProbeRecord
-from workbook.grading.runner import _Job
-from workbook.grading.suites import Edit, load_mutants
-from workbook.validity import structure
+from grader import Limits, Mutant, SuiteError
+from grader.judging import Fail, Judges, Observed, equal, ok, same_value, verdict
+from grader.observe import attempt, plain, vrun
+from grader.results import ProbeRecord
+from grader.runner import _Job
+from grader.suites import Edit, load_mutants
+from grader.validity import structure
 
 # ── mutants ────────────────────────────────────────────────────────────────────────────
 

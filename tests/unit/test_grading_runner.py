@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from workbook.grading import Limits, Runner, SubmissionResult, Suite, load_suite
-from workbook.grading.runner import ForkServer
-from workbook.grading.sandbox import PIDS_ROOT
+from grader import Limits, Runner, SubmissionResult, Suite, load_suite
+from grader.runner import ForkServer
+from grader.sandbox import PIDS_ROOT
 from workbook.manifest import Entry
 from workbook.manifest import TestSpec as Spec
 
 PROBES = """
 import os
-from workbook.grading.observe import Probes, attempt, need
+from grader.observe import Probes, attempt, need
 
 PROBES = Probes()
 
@@ -38,7 +38,7 @@ def seed(ns):
 """
 
 JUDGES = """
-from workbook.grading.judging import Fail, Judges, check, equal, ok
+from grader.judging import Fail, Judges, check, equal, ok
 
 JUDGES = Judges()
 

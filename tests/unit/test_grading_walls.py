@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from workbook.grading import Limits, Runner, Suite, load_suite, sandbox
-from workbook.grading.sandbox import UID_BASE, Mask, needed_paths, plan_masks
+from grader import Limits, Runner, Suite, load_suite, sandbox
+from grader.sandbox import UID_BASE, Mask, needed_paths, plan_masks
 from workbook.manifest import Entry, repo_root
 from workbook.manifest import TestSpec as Spec
 
@@ -24,7 +24,7 @@ ROOT = repo_root()
 AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="the walls against root need root")
 
 PROBES = """
-from workbook.grading.observe import Probes, attempt, need
+from grader.observe import Probes, attempt, need
 
 PROBES = Probes()
 
@@ -35,7 +35,7 @@ def look(ns):
 """
 
 JUDGES = """
-from workbook.grading.judging import Judges, Fail, ok
+from grader.judging import Judges, Fail, ok
 
 JUDGES = Judges()
 

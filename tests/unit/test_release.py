@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from workbook import release
+from grader import release
 from workbook.export import cell_source, cell_tags, read_notebook
 from workbook.manifest import load_manifest, repo_root
 
@@ -84,7 +84,7 @@ def test_the_copy_holds_what_a_learner_needs_and_no_secret(learner_copy: Path) -
             assert entry.path in shipped
             if entry.kind != "concept":
                 assert f"{release.PRISTINE}/{entry.path}" in shipped
-    assert {"tests/visible", "workbook/checks", "etl/data", "Makefile", "README.md"} <= shipped
+    assert {"tests/visible", "workbook/buildchecks", "etl/data", "Makefile", "README.md"} <= shipped
     makefile = (learner_copy / "Makefile").read_text()
     for target in ("lab:", "check:", "progress:", "reset:"):
         assert f"\n{target}" in makefile
@@ -181,7 +181,7 @@ def test_the_copys_check_passes_once_every_build_is_done(
 ) -> None:
     copy = copy_of(learner_copy, tmp_path)
     assert fill_with_solutions(copy)
-    done = in_copy(copy, "workbook.checkrun")
+    done = in_copy(copy, "workbook.verify")
     said = done.stdout + done.stderr
     assert done.returncode == 0, said[-4000:]
     assert "make check passed." in said
@@ -192,7 +192,7 @@ def test_on_the_stubs_the_copys_check_fails_with_a_readable_summary(
     learner_copy: Path, tmp_path: Path
 ) -> None:
     copy = copy_of(learner_copy, tmp_path)
-    stubs = in_copy(copy, "workbook.checkrun", "--only", "visible")
+    stubs = in_copy(copy, "workbook.verify", "--only", "visible")
     said = stubs.stdout + stubs.stderr
     assert stubs.returncode == 1, said[-4000:]
     summary = said[said.index("━━ summary ━━") :]

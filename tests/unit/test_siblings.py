@@ -178,7 +178,7 @@ def test_reference_seams_of_03_have_the_solutions_code() -> None:
 def test_the_grader_grades_build_05_alone(tmp_path: Path) -> None:
     """A learner who left build 03 as stubs and solved build 05: their own notebook runs on
     their stubs, and the grader gives build 05 full marks on the reference seams."""
-    from workbook.grading import grade_notebook
+    from grader import grade_notebook
 
     for folder, name in (
         ("exercises", "03_build_retry_and_sink.ipynb"),

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from workbook import load
-from workbook.checking import Check, run_check
+from workbook.checks import Check, run_check
 from workbook.manifest import load_manifest
 from workbook.selfcheck import checks_for
 

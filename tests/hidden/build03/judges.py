@@ -31,7 +31,7 @@ from tenacity import (
 )
 
 from etl import EtlError
-from workbook.grading.judging import (
+from grader.judging import (
     JSON,
     TIME_TOLERANCE,
     Fail,
@@ -48,7 +48,7 @@ from workbook.grading.judging import (
     render,
     same_value,
 )
-from workbook.grading.suites import load_probes
+from grader.suites import load_probes
 
 P = load_probes(Path(__file__).with_name("probes.py"))
 JUDGES = Judges()

@@ -27,7 +27,7 @@ from etl import (
     RequestTimeout,
     launches,
 )
-from workbook.grading.observe import (
+from grader.observe import (
     JSON,
     Clock,
     Probes,

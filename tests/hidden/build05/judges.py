@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from etl import TRANSIENT_STATUSES
-from workbook.grading.judging import (
+from grader.judging import (
     JSON,
     TIME_TOLERANCE,
     Fail,
@@ -33,7 +33,7 @@ from workbook.grading.judging import (
     render,
     same_value,
 )
-from workbook.grading.suites import load_probes
+from grader.suites import load_probes
 
 P = load_probes(Path(__file__).with_name("probes.py"))
 JUDGES = Judges()

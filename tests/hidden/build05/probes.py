@@ -51,7 +51,7 @@ from etl.server import (
     Script,
     http_date,
 )
-from workbook.grading.observe import (
+from grader.observe import (
     JSON,
     Clock,
     Probes,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbook.grading.judging import (
+from grader.judging import (
     JSON,
     Fail,
     Judges,
@@ -43,7 +43,7 @@ from workbook.grading.judging import (
     outcome_text,
     render,
 )
-from workbook.grading.suites import load_probes
+from grader.suites import load_probes
 
 P = load_probes(Path(__file__).with_name("probes.py"))
 JUDGES = Judges()

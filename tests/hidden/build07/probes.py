@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
 from etl import Launch, launches
-from workbook.grading.observe import JSON, Probes, attempt, need, plain, raised
+from grader.observe import JSON, Probes, attempt, need, plain, raised
 
 PROBES = Probes()
 #: Parsed once, when the fork server imports this file: every worker inherits them.

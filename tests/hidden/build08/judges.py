@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from workbook.grading.judging import JSON, Fail, Judges, Observed, message, not_done, render
+from grader.judging import JSON, Fail, Judges, Observed, message, not_done, render
 
 JUDGES = Judges()
 

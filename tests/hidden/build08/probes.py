@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from workbook.grading.observe import JSON, Probes, attempt, need
+from grader.observe import JSON, Probes, attempt, need
 
 PROBES = Probes()
 

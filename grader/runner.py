@@ -35,11 +35,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from workbook.errors import WorkbookError
-from workbook.export import export_source
-from workbook.grading import sandbox
-from workbook.grading.judging import Observed, verdict
-from workbook.grading.results import (
+from grader import sandbox
+from grader.judging import Observed, verdict
+from grader.results import (
     ProbeRecord,
     ProbeRun,
     ProbeStatus,
@@ -47,8 +45,10 @@ from workbook.grading.results import (
     SubmissionStatus,
     TestResult,
 )
-from workbook.grading.sandbox import Isolation, Limits, PidsCgroup
-from workbook.grading.suites import Suite, load_suite
+from grader.sandbox import Isolation, Limits, PidsCgroup
+from grader.suites import Suite, load_suite
+from workbook.errors import WorkbookError
+from workbook.export import export_source
 from workbook.manifest import Entry, load_manifest, repo_root
 
 #: The two interpreters' hash seeds: explicit and different (seeding both to 0 would hide
@@ -109,7 +109,7 @@ class ForkServer:
         log = (self._home / "server.log").open("wb")
         try:
             self.proc = subprocess.Popen(
-                [self.python, "-m", "workbook.grading.server", str(theirs.fileno())],
+                [self.python, "-m", "grader.forkserver", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=log,

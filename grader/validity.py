@@ -1,4 +1,4 @@
-"""``python -m workbook.validity``: proof that every graded build can be graded, and fairly.
+"""``python -m grader.validity``: proof that every graded build can be graded, and fairly.
 
 For each graded notebook of the manifest whose exercise or solution is on disk it checks, and
 prints as one table:
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from grader import Runner, SubmissionResult, Suite, SuiteError, has_suite, load_suite
 from workbook.errors import WorkbookError
 from workbook.export import cell_source, cell_tags, export_source, read_notebook
-from workbook.grading import Runner, SubmissionResult, Suite, SuiteError, has_suite, load_suite
 from workbook.manifest import Entry, load_manifest, repo_root
 
 T = TypeVar("T")
@@ -253,7 +253,7 @@ def render(entry: Entry, lines: Sequence[Line]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workbook.validity", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m grader.validity", description=__doc__)
     parser.add_argument("--root", type=Path, default=None, help="repository root (default: this)")
     parser.add_argument("--build", action="append", help="only this build (repeatable)")
     parser.add_argument("--workers", type=int, default=2, help="runners in parallel (default 2)")

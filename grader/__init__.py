@@ -7,10 +7,10 @@
 - `load_suite(build)`: a build's hidden probes, judges and mutants (``tests/hidden/buildNN``).
 """
 
-from workbook.grading.results import ProbeRecord, ProbeRun, SubmissionResult, TestResult
-from workbook.grading.runner import Runner, grade_notebook
-from workbook.grading.sandbox import Isolation, Limits
-from workbook.grading.suites import Mutant, Suite, SuiteError, has_suite, load_suite
+from grader.results import ProbeRecord, ProbeRun, SubmissionResult, TestResult
+from grader.runner import Runner, grade_notebook
+from grader.sandbox import Isolation, Limits
+from grader.suites import Mutant, Suite, SuiteError, has_suite, load_suite
 
 __all__ = [
     "Isolation",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from workbook.checking import CheckFailure, Checks
+from workbook.checks import CheckFailure, Checks
 
 CHECKS = Checks("08")
 

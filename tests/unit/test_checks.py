@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from workbook import run, run_timed
-from workbook.checking import CheckFailure, Checks, expect_equal, expect_raises
+from workbook.checks import CheckFailure, Checks, expect_equal, expect_raises
 from workbook.selfcheck import render
 from workbook.vtime import VirtualDeadlineExceeded
 

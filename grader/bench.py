@@ -1,4 +1,4 @@
-"""A generated class for timing class grading: ``python -m tests.grading.bench [--learners 100]``.
+"""A generated class for timing class grading: ``python -m grader.bench [--learners 100]``.
 
 Each learner hands in every graded build that has a solution, each one drawn (seeded, so the
 class is the same on every run) from: the solution; the solution with one known bug (a mutant
@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grader.batch import grade_class
+from grader.suites import load_suite
 from workbook.errors import WorkbookError
 from workbook.export import cell_source, cell_tags, export_source
-from workbook.grading.batch import grade_class
-from workbook.grading.suites import load_suite
 from workbook.manifest import load_manifest
 
 MANIFEST = load_manifest()
@@ -46,7 +46,7 @@ def _answers(nb: dict[str, Any]) -> list[dict[str, Any]]:
 
 def mutated(solution: dict[str, Any], edits: list[tuple[str, str]]) -> dict[str, Any] | None:
     """The solution with each edit made inside the one answer cell holding its text."""
-    nb = json.loads(json.dumps(solution))
+    nb: dict[str, Any] = json.loads(json.dumps(solution))
     for old, new in edits:
         cells = [c for c in _answers(nb) if old in cell_source(c)]
         if len(cells) != 1:
@@ -137,9 +137,12 @@ def make_class(folder: Path, learners: int, seed: int = 2024) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.grading.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m grader.bench", description=__doc__)
     parser.add_argument("--learners", type=int, default=100)
     parser.add_argument("--workers", type=int, default=None, help="default: one per core")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="copy the cold run's grades.csv and summaries here"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="rit-bench-") as tmp:
         submissions, out = Path(tmp) / "class", Path(tmp) / "grades"
@@ -150,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         cold = grade_class(submissions, out, workers=args.workers)
         cold_s, after = time.perf_counter() - start, os.times()
         csv_bytes = (out / "grades.csv").read_bytes()
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for name in ("grades.csv", "summary.csv", "summary.md"):
+                (args.keep / name).write_bytes((out / name).read_bytes())
         start = time.perf_counter()
         warm = grade_class(submissions, out, workers=args.workers)
         warm_s = time.perf_counter() - start

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workbook.grading.results import ProbeRecord
+from grader.results import ProbeRecord
 
 JSON = Any
 #: Virtual clocks tick in microseconds (looptime's resolution), so times match to 2 µs.

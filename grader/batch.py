@@ -47,12 +47,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from grader.results import SubmissionResult, TestResult
+from grader.runner import GRADER_FAULT, Runner
+from grader.sandbox import Isolation, Limits
+from grader.suites import has_suite, load_suite, suite_dir
 from workbook.errors import WorkbookError
 from workbook.export import export_source
-from workbook.grading.results import SubmissionResult, TestResult
-from workbook.grading.runner import GRADER_FAULT, Runner
-from workbook.grading.sandbox import Isolation, Limits
-from workbook.grading.suites import has_suite, load_suite, suite_dir
 from workbook.manifest import Entry, Manifest, load_manifest, repo_root
 
 #: Bump when the grading logic changes in a way the hashed files would not show.
@@ -851,7 +851,7 @@ def identical_groups(report: ClassReport) -> list[tuple[str, list[str]]]:
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: Callable[[str], None] = print) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workbook.grading.batch", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m grader.batch", description=__doc__)
     parser.add_argument("submissions", type=Path, help="one folder per learner")
     parser.add_argument("--out", type=Path, default=Path("grades"))
     parser.add_argument("--workers", type=int, default=None, help="default: one per core")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from etl import launches
-from workbook.checking import CheckFailure, Checks, Said, expect, expect_equal, show
+from workbook.checks import CheckFailure, Checks, Said, expect, expect_equal, show
 
 CHECKS = Checks("07")
 

@@ -29,6 +29,7 @@ from typing import Any
 from workbook.errors import ExportError
 from workbook.export import cell_source, cell_tags, read_notebook
 from workbook.manifest import Entry, load_manifest, repo_root
+from workbook.reset import PRISTINE
 
 #: What ships, relative to the repo root. Folders ship whole, minus `IGNORED`.
 SHIP = (
@@ -50,11 +51,10 @@ SHIP = (
     "tests/visible",
 )
 #: Instructor-only material: never copied, and scanned for leaks.
-SECRET_DIRS = ("solutions", "tests/hidden")
+SECRET_DIRS = ("grader", "solutions", "tests/hidden")
 IGNORED = shutil.ignore_patterns(
     "__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info", ".backups"
 )
-PRISTINE = ".pristine"
 MAKEFILE_CUT = "# ---- instructor only:"
 README_CUT = re.compile(r"<!-- instructor -->.*?<!-- /instructor -->\n?", re.DOTALL)
 #: A solution line shorter than this is too generic to call a leak (``return total``).
@@ -141,7 +141,7 @@ def secrets(root: Path | None = None) -> dict[str, str]:
         ]
         + [
             path.read_text(encoding="utf-8")
-            for folder in ("workbook/checks", "tests/visible")
+            for folder in ("workbook/buildchecks", "tests/visible")
             for path in _files(root / folder)
             if path.suffix == ".py"
         ]
@@ -377,7 +377,7 @@ def _files(folder: Path) -> Iterator[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workbook.release")
+    parser = argparse.ArgumentParser(prog="python -m grader.release")
     parser.add_argument("--out", type=Path, default=Path("release"))
     args = parser.parse_args(argv)
     files = build(args.out)

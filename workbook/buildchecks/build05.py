@@ -41,7 +41,7 @@ from etl.server import (
     http_date,
     in_process_client,
 )
-from workbook.checking import Checks, Said, expect, expect_equal, outcome, outcome_of, said
+from workbook.checks import Checks, Said, expect, expect_equal, outcome, outcome_of, said
 
 CHECKS = Checks("05")
 

@@ -17,9 +17,9 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
+from grader.judging import Judges
+from grader.observe import Probes
 from workbook.errors import WorkbookError
-from workbook.grading.judging import Judges
-from workbook.grading.observe import Probes
 from workbook.manifest import repo_root
 
 HIDDEN = repo_root() / "tests" / "hidden"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from etl import Launch, MemorySink, NetworkError, ParseError, RateLimited, launches
-from workbook.checking import Checks, Said, expect, expect_equal, expect_raises, outcome_of, said
+from workbook.checks import Checks, Said, expect, expect_equal, expect_raises, outcome_of, said
 
 CHECKS = Checks("03")
 

@@ -1,6 +1,6 @@
 """The fork server: a child interpreter that imports everything once, then forks per job.
 
-Started by the runner as ``python -m workbook.grading.server FD`` with a fixed PYTHONHASHSEED.
+Started by the runner as ``python -m grader.forkserver FD`` with a fixed PYTHONHASHSEED.
 It leaves the network, becomes a subreaper, finds out which walls against root this machine
 allows (`sandbox.probe_walls`), and waits on the socket FD for jobs. For each job it forks a
 worker that walls itself in (new session, pids cgroup, a private view of the filesystem with
@@ -39,8 +39,8 @@ from typing import Any
 import looptime  # noqa: F401
 
 import etl  # noqa: F401
-from workbook.grading import sandbox
-from workbook.grading.observe import (
+from grader import sandbox
+from grader.observe import (
     Probes,
     ProbeTimeout,
     guard_blocking_sleep,
