@@ -6,10 +6,29 @@ Grading the same submission twice gives equal results, apart from the ``seconds`
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 
 ProbeStatus = Literal["done", "timeout", "crashed", "error", "not run", "void", "load failed"]
 SubmissionStatus = Literal["graded", "partial", "error"]
+
+
+class Outcome(StrEnum):
+    """What became of one graded test, so that reports and the cache never read sentences."""
+
+    PASSED = "passed"
+    WRONG = "wrong"
+    """The judge saw the code run and disagreed."""
+    NOT_DONE = "not done"
+    """A stub still raising NotImplementedError, or a name the answer cells do not define."""
+    UNFINISHED = "unfinished"
+    """A probe it needs timed out, crashed or was not run (the submission's doing)."""
+    NOT_LOADED = "not loaded"
+    """The answer cells could not be exported or run at all."""
+    VOID = "void"
+    """Something other than the probe wrote to the results channel: nothing it said counts."""
+    GRADER_FAULT = "grader fault"
+    """The grader's own failure (a wall that would not rise, a broken suite): never cached."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +64,7 @@ class TestResult:
     max_points: int
     message: str = ""
     visible: bool = False
+    kind: Outcome = Outcome.PASSED
 
     @property
     def passed(self) -> bool:
@@ -65,6 +85,11 @@ class SubmissionResult:
     @property
     def score(self) -> int:
         return sum(t.points for t in self.tests)
+
+    @property
+    def grader_fault(self) -> bool:
+        """The grader failed somewhere in this result: it says nothing about the work."""
+        return any(t.kind is Outcome.GRADER_FAULT for t in self.tests)
 
     @property
     def max_score(self) -> int:

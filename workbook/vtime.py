@@ -1,22 +1,28 @@
 """Virtual time: run a coroutine on an event loop whose clock jumps instead of waiting.
 
-Backoff demos and checks sleep for seconds; on `looptime`'s loop an ``asyncio.sleep(5)``
-returns at once while ``loop.time()`` advances by exactly 5. A Jupyter kernel already runs an
-event loop in its thread, so `run` drives the virtual loop in a worker thread there; outside a
-running loop it drives it in the calling thread. Each call gets a fresh loop starting at 0.
+Backoff demos, self-checks and hidden probes sleep for seconds; on `looptime`'s loop an
+``asyncio.sleep(5)`` returns at once while ``loop.time()`` advances by exactly 5. `drive` is
+the one driver: a fresh loop starting at 0, an optional deadline in virtual seconds, every
+task left behind cancelled and the loop closed, whatever the coroutine did. `run` and
+`run_timed` wrap it for callers; a Jupyter kernel already runs an event loop in its thread,
+so there they drive the virtual loop in a worker thread. Each call gets a fresh loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import looptime
 
 T = TypeVar("T")
+
+#: Virtual seconds after which a check or probe is stopped: a retry loop that never gives up
+#: spins through this in milliseconds of real time.
+VIRTUAL_DEADLINE = 3600.0
 
 
 @dataclass(frozen=True)
@@ -27,8 +33,65 @@ class Timed(Generic[T]):
     elapsed: float
 
 
+@dataclass(frozen=True)
+class Run(Generic[T]):
+    """How a `drive` ended: its value or the exception it raised, and the virtual seconds."""
+
+    value: T | None
+    error: BaseException | None
+    elapsed: float
+
+
 class VirtualDeadlineExceeded(TimeoutError):
     """The coroutine was still running after `deadline` virtual seconds."""
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The virtual clock of the loop a `drive` runs on, readable from inside it."""
+
+    loop: asyncio.AbstractEventLoop
+
+    def now(self) -> float:
+        return round(self.loop.time(), 6)
+
+
+def drive(make: Callable[[Clock], Awaitable[T]], *, deadline: float | None = None) -> Run[T]:
+    """Run ``make(clock)`` on a fresh virtual-time loop in this thread. Never raises what the
+    coroutine raised: it comes back in `Run.error` (a deadline as `VirtualDeadlineExceeded`)."""
+    loop = looptime.new_event_loop(start=0)
+    clock = Clock(loop)
+
+    async def main() -> T:
+        if deadline is None:
+            return await make(clock)
+        try:
+            async with asyncio.timeout(deadline):
+                return await make(clock)
+        except TimeoutError:
+            raise VirtualDeadlineExceeded(
+                f"still running after {deadline:g} s of virtual time"
+            ) from None
+
+    try:
+        try:
+            return Run(loop.run_until_complete(main()), None, loop.time())
+        except BaseException as exc:  # handed back to the caller, which decides
+            return Run(None, exc, loop.time())
+    finally:
+        _close(loop)
+
+
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    try:
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.run_until_complete(asyncio.sleep(0))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    except BaseException:  # a task that refuses to die must not keep the loop open
+        pass
+    finally:
+        loop.close()
 
 
 def run(coro: Coroutine[Any, Any, T], *, deadline: float | None = None) -> T:
@@ -41,12 +104,12 @@ def run_timed(coro: Coroutine[Any, Any, T], *, deadline: float | None = None) ->
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _drive(coro, deadline)
+        return _timed(coro, deadline)
     box: dict[str, Any] = {}
 
     def worker() -> None:
         try:
-            box["result"] = _drive(coro, deadline)
+            box["result"] = _timed(coro, deadline)
         except BaseException as exc:  # re-raised in the caller's thread
             box["error"] = exc
 
@@ -59,29 +122,14 @@ def run_timed(coro: Coroutine[Any, Any, T], *, deadline: float | None = None) ->
     return result
 
 
-def _drive(coro: Coroutine[Any, Any, T], deadline: float | None) -> Timed[T]:
-    loop = looptime.new_event_loop(start=0)
-    try:
-        return loop.run_until_complete(_timed(coro, deadline))
-    finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+def _timed(coro: Coroutine[Any, Any, T], deadline: float | None) -> Timed[T]:
+    async def make(clock: Clock) -> T:
+        return await coro
 
-
-async def _timed(coro: Awaitable[T], deadline: float | None) -> Timed[T]:
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    if deadline is None:
-        value = await coro
-    else:
-        try:
-            async with asyncio.timeout(deadline):
-                value = await coro
-        except TimeoutError:
-            raise VirtualDeadlineExceeded(
-                f"still running after {deadline:g} s of virtual time"
-            ) from None
-    return Timed(value=value, elapsed=loop.time() - start)
+    outcome = drive(make, deadline=deadline)
+    if outcome.error is not None:
+        raise outcome.error
+    return Timed(value=cast(T, outcome.value), elapsed=outcome.elapsed)
 
 
 def now() -> float:

@@ -1,0 +1,78 @@
+"""The one feedback vocabulary: what was called, what came back, what was expected, the hint.
+
+Self-checks (live Python values, in the learner's kernel) and graded feedback (plain JSON
+observations, judged in the grader) both speak it, so a learner reads the same shape in the
+notebook and in the instructor's feedback file:
+
+    called:   with_retry(policy, op) with op failing twice with NetworkError
+    got:      raised NetworkError('down')
+    expected: returns 'ok' after 2 retries
+    hint:     ...
+
+Values are shown as a learner would type them, cut to `LIMIT` characters, memory addresses
+left out, so showing the same value twice gives the same text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+#: Longest value text shown; longer ones end in "...". Learner-made text is cut too.
+LIMIT = 200
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def message(call: str, got: str, expected: str, note: str = "", hint: str = "") -> str:
+    """The feedback block: ``called`` / ``got`` / ``expected`` lines, then the note and hint."""
+    lines = [f"called:   {call}", f"got:      {got}", f"expected: {expected}"]
+    if note:
+        lines.append(note)
+    if hint:
+        lines.append(f"hint:     {hint}")
+    return "\n".join(lines)
+
+
+def cut(text: str, limit: int = LIMIT) -> str:
+    """`text` without memory addresses, at most `limit` characters."""
+    text = _ADDRESS.sub("", text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def raised_text(kind: str, text: str) -> str:
+    """An exception as feedback shows it: ``raised ParseError('bad row')``."""
+    return f"raised {cut(kind, 80)}({cut(text)!r})"
+
+
+def show(value: Any) -> str:
+    """A live value as a learner would type it; an exception as ``raised Kind('message')``."""
+    if isinstance(value, BaseException):
+        return raised_text(type(value).__name__, str(value))
+    return cut(repr(value))
+
+
+def said(ok: bool, value: Any) -> str:
+    """What a call did: ``returned 42`` or ``raised ParseError('...')``."""
+    return f"returned {show(value)}" if ok else show(value)
+
+
+def show_json(value: Any) -> str:
+    """An observed JSON value (see `grader.observe.plain`) as a learner would type it: a
+    non-finite float as ``float('nan')``, an object the probe could not convert by its type."""
+    if isinstance(value, dict):
+        if "float" in value:
+            return f"float({value['float']!r})"
+        if "type" in value:
+            return f"a {cut(str(value['type']), 80)} object ({cut(str(value.get('repr', '')))})"
+    return cut(repr(value))
+
+
+def show_outcome(outcome: Mapping[str, Any]) -> str:
+    """An observed call (``{"ok": v}``, ``{"raised": k, "message": m}`` or
+    ``{"missing": name}``) as feedback shows it."""
+    if "ok" in outcome:
+        return show_json(outcome["ok"])
+    if "missing" in outcome:
+        return f"NameError: `{outcome['missing']}` is not defined in your answer cells"
+    return raised_text(str(outcome.get("raised")), str(outcome.get("message", "")))
