@@ -2,7 +2,9 @@
 
 A build's visible checks are written once, as functions of the learner's namespace, and
 serve twice: the notebook's self-check cells run them in the kernel (`selfcheck`), and the
-visible pytest suite wraps them (`tests/visible`). Async checks run on virtual time.
+visible pytest suite wraps them (`tests/visible`). Async checks run on virtual time. What a
+failure says is written in the one feedback vocabulary (`workbook.feedback`), so it reads as
+the grader's feedback does.
 """
 
 from __future__ import annotations
@@ -10,51 +12,37 @@ from __future__ import annotations
 import inspect
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Literal
 
-from workbook import vtime
+from workbook import feedback, vtime
+from workbook.registry import Registry
 
 CheckFn = Callable[[Any], Any]
 Status = Literal["passed", "failed", "not done", "error"]
-#: Virtual seconds after which an async check is stopped (a retry loop that never gives up).
-VIRTUAL_DEADLINE = 3600.0
 
 
 class CheckFailure(AssertionError):
-    """A check saw something other than what it expected. Its text is the whole feedback."""
+    """A check saw something other than what it expected. Its text is the whole feedback:
+    ``called:`` / ``got:`` / ``expected:`` lines, then the note (`feedback.message`)."""
 
     def __init__(self, call: str, got: Any, expected: Any, note: str = "") -> None:
         self.call, self.got, self.expected, self.note = call, got, expected, note
-        super().__init__(self.render())
-
-    def render(self) -> str:
-        lines = [f"called:   {self.call}", f"got:      {self.got}", f"expected: {self.expected}"]
-        if self.note:
-            lines.append(self.note)
-        return "\n".join(lines)
-
-
-def show(value: Any) -> str:
-    """A value as a learner would type it; exceptions as ``raised Kind('message')``."""
-    if isinstance(value, BaseException):
-        return f"raised {type(value).__name__}({str(value)!r})"
-    text = repr(value)
-    return text if len(text) <= 200 else text[:197] + "..."
+        super().__init__(feedback.message(call, f"{got}", f"{expected}", note))
 
 
 def expect_equal(call: str, got: Any, expected: Any, note: str = "") -> None:
     """Fail unless `got` equals `expected` and has exactly its type."""
     if type(got) is not type(expected) or got != expected:
-        raise CheckFailure(call, show(got), show(expected), note)
+        raise CheckFailure(call, feedback.show(got), feedback.show(expected), note)
 
 
 def expect(condition: bool, call: str, got: Any, expected: str, note: str = "") -> None:
     """Fail unless `condition`; `expected` describes in words what would have passed."""
     if not condition:
-        raise CheckFailure(call, show(got), expected, note)
+        raise CheckFailure(call, feedback.show(got), expected, note)
 
 
 def expect_raises(
@@ -72,8 +60,8 @@ def expect_raises(
     except NotImplementedError:
         raise
     except Exception as exc:
-        raise CheckFailure(call, show(exc), f"raises {names}", note) from None
-    raise CheckFailure(call, f"returned {show(got)}", f"raises {names}", note)
+        raise CheckFailure(call, feedback.said(False, exc), f"raises {names}", note) from None
+    raise CheckFailure(call, feedback.said(True, got), f"raises {names}", note)
 
 
 @dataclass(frozen=True)
@@ -84,7 +72,9 @@ class Check:
 
 
 @dataclass(frozen=True)
-class Result:
+class CheckResult:
+    """How one visible check ended, with its feedback (empty when it passed)."""
+
     name: str
     step: str
     status: Status
@@ -96,40 +86,33 @@ class Result:
         return self.status == "passed"
 
 
-class Checks:
+class Checks(Registry[Check]):
     """The visible checks of one build, in the order the notebook introduces them."""
 
+    kind = "check"
+
     def __init__(self, build: str) -> None:
+        super().__init__()
         self.build = build
-        self._checks: dict[str, Check] = {}
 
     def add(self, step: str) -> Callable[[CheckFn], CheckFn]:
         """Register the decorated function under its own name, as part of `step`."""
 
-        def register(fn: CheckFn) -> CheckFn:
-            self._checks[fn.__name__] = Check(name=fn.__name__, step=step, fn=fn)
+        def add_check(fn: CheckFn) -> CheckFn:
+            self.register(fn.__name__, Check(name=fn.__name__, step=step, fn=fn))
             return fn
 
-        return register
-
-    def __iter__(self) -> Iterator[Check]:
-        return iter(self._checks.values())
-
-    @property
-    def names(self) -> list[str]:
-        return list(self._checks)
+        return add_check
 
     @property
     def steps(self) -> list[str]:
-        return list(dict.fromkeys(c.step for c in self._checks.values()))
+        return list(dict.fromkeys(c.step for c in self))
 
     def select(self, *names_or_steps: str) -> list[Check]:
         """Checks named, or belonging to a step named; all of them when none is given."""
         if not names_or_steps:
-            return list(self._checks.values())
-        chosen = [
-            c for c in self._checks.values() if c.name in names_or_steps or c.step in names_or_steps
-        ]
+            return list(self)
+        chosen = [c for c in self if c.name in names_or_steps or c.step in names_or_steps]
         unknown = set(names_or_steps) - {c.name for c in chosen} - {c.step for c in chosen}
         if unknown:
             raise KeyError(
@@ -138,23 +121,23 @@ class Checks:
             )
         return chosen
 
-    def run(self, ns: Any, *names_or_steps: str) -> list[Result]:
+    def run(self, ns: Any, *names_or_steps: str) -> list[CheckResult]:
         return [run_check(check, ns) for check in self.select(*names_or_steps)]
 
 
-def run_check(check: Check, ns: Any) -> Result:
+def run_check(check: Check, ns: Any) -> CheckResult:
     """Run one check against the learner's namespace; never raises."""
     start = time.perf_counter()
 
-    def result(status: Status, message: str = "") -> Result:
-        return Result(check.name, check.step, status, message, time.perf_counter() - start)
+    def result(status: Status, message: str = "") -> CheckResult:
+        return CheckResult(check.name, check.step, status, message, time.perf_counter() - start)
 
     try:
         outcome = check.fn(ns)
         if inspect.iscoroutine(outcome):
-            vtime.run(outcome, deadline=VIRTUAL_DEADLINE)
+            vtime.run(outcome, deadline=vtime.VIRTUAL_DEADLINE)
     except CheckFailure as exc:
-        return result("failed", exc.render())
+        return result("failed", str(exc))
     except NotImplementedError as exc:
         return result("not done", f"not done yet: {exc}" if str(exc) else "not done yet")
     except vtime.VirtualDeadlineExceeded as exc:
@@ -189,10 +172,16 @@ def namespace(values: dict[str, Any]) -> SimpleNamespace:
 
 
 class Said:
-    """A value shown verbatim in feedback (``returned 42``), not as a quoted string."""
+    """Text shown verbatim where feedback shows a value (``returned 42``, not ``'returned 42'``):
+    a check passes one as the `got` of `expect` when it has already said what happened."""
 
     def __init__(self, text: str) -> None:
         self.text = text
+
+    @classmethod
+    def of(cls, ok: bool, value: Any) -> Said:
+        """What a call did (`outcome`'s pair), as feedback says it (`feedback.said`)."""
+        return cls(feedback.said(ok, value))
 
     def __repr__(self) -> str:
         return self.text
@@ -216,8 +205,3 @@ async def outcome_of(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
         raise
     except Exception as exc:
         return False, exc
-
-
-def said(ok: bool, value: Any) -> Said:
-    """What a call did, as feedback shows it: ``returned 42`` or ``raised ParseError('…')``."""
-    return Said(f"returned {value!r}" if ok else f"raised {type(value).__name__}({str(value)!r})")

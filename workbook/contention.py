@@ -16,7 +16,6 @@ and adding a strategy or a client count does not change the others.
 from __future__ import annotations
 
 import heapq
-import io
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,8 @@ from typing import Literal
 
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter, NullFormatter
+
+from workbook.backoff_figure import png
 
 Strategy = Literal["no_backoff", "exponential", "equal", "full", "decorrelated"]
 
@@ -65,7 +66,7 @@ _READ, _READ_REPLY, _WRITE, _WRITE_REPLY = range(4)
 
 
 @dataclass(frozen=True)
-class Result:
+class Measurement:
     """Mean calls and completion time over `runs` seeded runs of one strategy and client count."""
 
     strategy: Strategy
@@ -154,8 +155,8 @@ def run_once(
     return calls, now
 
 
-def measure(clients: int, strategy: Strategy, *, runs: int = 10, seed: int = 0) -> Result:
-    """Mean of `runs` seeded races. The same arguments always give the same `Result`."""
+def measure(clients: int, strategy: Strategy, *, runs: int = 10, seed: int = 0) -> Measurement:
+    """Mean of `runs` seeded races. The same arguments always give the same `Measurement`."""
     total_calls = 0
     total_time = 0.0
     for run in range(runs):
@@ -163,7 +164,7 @@ def measure(clients: int, strategy: Strategy, *, runs: int = 10, seed: int = 0) 
         calls, time_ms = run_once(clients, strategy, rng)
         total_calls += calls
         total_time += time_ms
-    return Result(strategy, clients, total_calls / runs, total_time / runs, runs)
+    return Measurement(strategy, clients, total_calls / runs, total_time / runs, runs)
 
 
 def sweep(
@@ -172,19 +173,19 @@ def sweep(
     *,
     runs: int = 10,
     seed: int = 0,
-) -> list[Result]:
+) -> list[Measurement]:
     """`measure` for every strategy at every client count."""
     return [
         measure(n, strategy, runs=runs, seed=seed) for n in client_counts for strategy in strategies
     ]
 
 
-def at(results: Iterable[Result], clients: int) -> dict[Strategy, Result]:
+def at(results: Iterable[Measurement], clients: int) -> dict[Strategy, Measurement]:
     """The results for one client count, keyed by strategy."""
     return {r.strategy: r for r in results if r.clients == clients}
 
 
-def table(results: Iterable[Result], clients: int = 100) -> str:
+def table(results: Iterable[Measurement], clients: int = 100) -> str:
     """A fixed-width table at `clients`: ours next to the published port's numbers."""
     rows = at(results, clients)
     lines = [
@@ -210,15 +211,13 @@ class Chart:
         self.figure, self.text = figure, text
 
     def _repr_png_(self) -> bytes:
-        buffer = io.BytesIO()
-        self.figure.savefig(buffer, format="png", dpi=80, metadata={"Software": None})
-        return buffer.getvalue()
+        return png(self.figure)
 
     def __repr__(self) -> str:
         return self.text
 
 
-def plot(results: Sequence[Result]) -> Chart:
+def plot(results: Sequence[Measurement]) -> Chart:
     """Calls and completion time against the number of clients, one line per strategy."""
     fig = Figure(figsize=(11, 4.4), layout="constrained")
     calls_ax, time_ax = fig.subplots(1, 2)

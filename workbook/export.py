@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import linecache
-import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from workbook.errors import ExportError
+from workbook.modules import execute, fresh_module, registered
 
 EXPORTED_TAGS = ("setup", "answer")
 _fresh = itertools.count(1)
@@ -108,34 +107,22 @@ def export_source(path: str | Path) -> str:
 def load(path: str | Path, *, name: str | None = None) -> types.ModuleType:
     """Execute the notebook's setup and answer cells as a new module and return it.
 
-    Each call builds a fresh module. A cell that raises becomes an `ExportError` naming the
-    notebook and the cell (the original exception is its ``__cause__``).
+    Each call builds a fresh module (`workbook.modules`), each cell compiled on its own as a
+    kernel runs it. A cell that raises becomes an `ExportError` naming the notebook and the
+    cell (the original exception is its ``__cause__``).
     """
     path = Path(path).resolve()
     cells = exported_cells(path)
-    module = types.ModuleType(name or f"notebook_{_identifier(path.stem)}_{next(_fresh)}")
-    module.__file__ = str(path)
+    module = fresh_module(name or f"notebook_{_identifier(path.stem)}_{next(_fresh)}", path)
     module.__dict__["__notebook__"] = str(path)
-    # Registered only while the cells run: dataclasses and typing look the module up by name.
-    sys.modules[module.__name__] = module
-    try:
+    with registered(module):
         for cell in cells:
-            filename = _filename(path, cell)
-            linecache.cache[filename] = (
-                len(cell.source),
-                None,
-                cell.source.splitlines(keepends=True),
-                filename,
-            )
-            code = compile(cell.source, filename, "exec", dont_inherit=True)
             try:
-                exec(code, module.__dict__)
+                execute(module, cell.source, _filename(path, cell))
             except Exception as exc:
                 raise ExportError(
                     f"{path}: {cell.label()} raised {type(exc).__name__}: {exc}"
                 ) from exc
-    finally:
-        sys.modules.pop(module.__name__, None)
     return module
 
 

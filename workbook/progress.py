@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import FrameType
 
-from workbook.checks import Result
+from workbook.checks import CheckResult
 from workbook.errors import WorkbookError
 from workbook.export import load
 from workbook.manifest import Entry, Manifest, load_manifest
@@ -54,7 +54,7 @@ def time_limit(seconds: int) -> Iterator[None]:
 @dataclass(frozen=True)
 class BuildReport:
     entry: Entry
-    results: tuple[Result, ...] = ()
+    results: tuple[CheckResult, ...] = ()
     problem: str = ""
     """Why the checks could not run at all, in a few words ("does not load", "never finished")."""
     detail: str = ""
@@ -83,7 +83,9 @@ def tracked_builds(manifest: Manifest) -> list[Entry]:
     ]
 
 
-def check_build(manifest: Manifest, entry: Entry) -> BuildReport:
+def build_report(manifest: Manifest, entry: Entry) -> BuildReport:
+    """Load one build through the export path and run its visible checks, quietly and
+    within `BUILD_SECONDS`: a notebook that does not load or never finishes is reported."""
     checks = checks_for(entry.number)
     # The learner's prints would scramble the report: keep them out of it.
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -107,7 +109,8 @@ def bar(passed: int, total: int) -> str:
     return "█" * filled + "░" * (BAR_WIDTH - filled)
 
 
-def render(reports: Sequence[BuildReport]) -> str:
+def progress_text(reports: Sequence[BuildReport]) -> str:
+    """The report `make progress` prints: a bar per build, then what to do next."""
     lines = []
     for report in reports:
         entry, total = report.entry, len(checks_for(report.entry.number).names)
@@ -143,6 +146,6 @@ def main(manifest: Manifest | None = None) -> int:
         print("No build notebook exists yet, so there is nothing to count.")
         print("Progress starts with build 03; until then, read the concept notebooks.")
         return 0
-    print(render([check_build(manifest, entry) for entry in builds]))
+    print(progress_text([build_report(manifest, entry) for entry in builds]))
     sys.stdout.flush()
     return 0

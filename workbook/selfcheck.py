@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from workbook.checks import Checks, Result, namespace
+from workbook.checks import CheckResult, Checks, namespace
 from workbook.manifest import load_manifest
 
 MARKS = {"passed": "✓", "failed": "✗", "not done": "·", "error": "✗"}
@@ -33,14 +33,16 @@ def hints_for(build: str) -> dict[str, str]:
     return {t.name: t.hint for t in entry.tests}
 
 
-def render(
-    results: Sequence[Result],
+def report_text(
+    results: Sequence[CheckResult],
     hints: dict[str, str],
     title: str,
     *,
     whole_build: bool = False,
     done_note: str = "Every step of this build is done.",
 ) -> str:
+    """The self-check report: a line per check (its mark, then its feedback), then how many
+    pass and the hint for the first one still failing."""
     lines = [title]
     for r in results:
         lines.append(f"  {MARKS[r.status]} {r.name}" + ("" if r.passed else f"  [{r.status}]"))
@@ -74,4 +76,8 @@ def selfcheck(build: str, *names_or_steps: str, ns: Any = None) -> None:
             note = "Every answer has a valid form; the grader marks whether it is right."
     except Exception:
         pass  # a notebook outside the manifest still gets its report
-    print(render(results, hints_for(build), title, whole_build=not names_or_steps, done_note=note))
+    print(
+        report_text(
+            results, hints_for(build), title, whole_build=not names_or_steps, done_note=note
+        )
+    )

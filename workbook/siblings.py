@@ -34,6 +34,7 @@ from pathlib import Path
 from workbook.errors import ExportError, WorkbookError
 from workbook.export import load
 from workbook.manifest import load_manifest
+from workbook.modules import execute, fresh_module, registered
 
 _references: dict[str, Path] = {}
 _loading = threading.local()
@@ -143,18 +144,15 @@ def _load_reference(build: str, path: Path) -> types.ModuleType:
             raise ExportError(
                 f"{path}: the reference seams of build {build} cannot be read: {exc}"
             ) from None
-        module = types.ModuleType(f"reference_seams_{build}_{next(_fresh)}")
-        module.__file__ = str(path)
-        # Registered only while the text runs: dataclasses look the module up by name.
-        sys.modules[module.__name__] = module
-        try:
-            exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)
-        except Exception as exc:
-            raise ExportError(
-                f"{path}: the reference seams of build {build} raised {type(exc).__name__}: {exc}"
-            ) from exc
-        finally:
-            sys.modules.pop(module.__name__, None)
+        module = fresh_module(f"reference_seams_{build}_{next(_fresh)}", path)
+        with registered(module):
+            try:
+                execute(module, source, str(path))
+            except Exception as exc:
+                raise ExportError(
+                    f"{path}: the reference seams of build {build} raised"
+                    f" {type(exc).__name__}: {exc}"
+                ) from exc
         return module
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from workbook import run, run_timed
-from workbook.checks import CheckFailure, Checks, expect_equal, expect_raises
-from workbook.selfcheck import render
+from workbook.checks import CheckFailure, Checks, Said, expect_equal, expect_raises
+from workbook.selfcheck import report_text
 from workbook.vtime import VirtualDeadlineExceeded
 
 CHECKS = Checks("99")
@@ -101,9 +101,9 @@ def test_unknown_step_is_named() -> None:
         CHECKS.select("nope")
 
 
-def test_render_ends_with_the_next_hint() -> None:
+def test_report_ends_with_the_next_hint() -> None:
     results = CHECKS.run(SimpleNamespace(double=lambda x: x * 3), "double")
-    text = render(results, {"doubles_numbers": "Multiply by two."}, "Self-check:")
+    text = report_text(results, {"doubles_numbers": "Multiply by two."}, "Self-check:")
     assert text.splitlines()[-1] == "0 of 2 checks pass. Next: Multiply by two."
 
 
@@ -125,3 +125,20 @@ def test_virtual_deadline() -> None:
 
 def test_failure_text() -> None:
     assert str(CheckFailure("f()", "1", "2", "note")).endswith("expected: 2\nnote")
+
+
+def test_a_check_name_is_registered_once() -> None:
+    """A copied check cannot silently replace the one before it."""
+    checks = Checks("99")
+    checks.add(step="one")(doubles_numbers)
+    with pytest.raises(ValueError, match="check 'doubles_numbers' declared twice"):
+        checks.add(step="two")(doubles_numbers)
+    assert checks.names == ["doubles_numbers"] and checks.steps == ["one"]
+
+
+def test_said_shows_an_outcome_verbatim() -> None:
+    """What a call did reads as the grader's feedback says it, unquoted."""
+    assert repr(Said.of(True, 42)) == "returned 42"
+    assert repr(Said.of(False, KeyError("k"))) == "raised KeyError(\"'k'\")"
+    failure = CheckFailure("f()", Said.of(True, "x"), "raises ParseError")
+    assert str(failure).splitlines()[1] == "got:      returned 'x'"

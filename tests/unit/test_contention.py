@@ -7,16 +7,16 @@ import random
 import pytest
 
 from workbook import contention
-from workbook.contention import STRATEGIES, Result
+from workbook.contention import STRATEGIES, Measurement
 
 
 @pytest.fixture(scope="module")
-def at_100() -> dict[contention.Strategy, Result]:
+def at_100() -> dict[contention.Strategy, Measurement]:
     return contention.at(contention.sweep([100], runs=10, seed=0), 100)
 
 
 def test_exponential_without_jitter_does_about_twice_the_work(
-    at_100: dict[contention.Strategy, Result],
+    at_100: dict[contention.Strategy, Measurement],
 ) -> None:
     # Published: 1853 calls against 813 (equal), 795 (full) and 1007 (decorrelated), so more
     # than twice the first two, 1.8 times the third.
@@ -26,31 +26,33 @@ def test_exponential_without_jitter_does_about_twice_the_work(
 
 
 def test_exponential_without_jitter_takes_far_longer(
-    at_100: dict[contention.Strategy, Result],
+    at_100: dict[contention.Strategy, Measurement],
 ) -> None:
     for other in ("no_backoff", "equal", "full", "decorrelated"):
         assert at_100["exponential"].time_ms > 5 * at_100[other].time_ms
 
 
-def test_full_jitter_does_the_least_work(at_100: dict[contention.Strategy, Result]) -> None:
+def test_full_jitter_does_the_least_work(at_100: dict[contention.Strategy, Measurement]) -> None:
     assert min(at_100.values(), key=lambda r: r.calls).strategy == "full"
 
 
 def test_decorrelated_finishes_first_of_the_backoffs(
-    at_100: dict[contention.Strategy, Result],
+    at_100: dict[contention.Strategy, Measurement],
 ) -> None:
     backoffs = [at_100[s] for s in ("exponential", "equal", "full", "decorrelated")]
     assert min(backoffs, key=lambda r: r.time_ms).strategy == "decorrelated"
 
 
 def test_no_backoff_is_fastest_but_does_the_most_work(
-    at_100: dict[contention.Strategy, Result],
+    at_100: dict[contention.Strategy, Measurement],
 ) -> None:
     assert max(at_100.values(), key=lambda r: r.calls).strategy == "no_backoff"
     assert min(at_100.values(), key=lambda r: r.time_ms).strategy == "no_backoff"
 
 
-def test_numbers_land_near_the_published_port(at_100: dict[contention.Strategy, Result]) -> None:
+def test_numbers_land_near_the_published_port(
+    at_100: dict[contention.Strategy, Measurement],
+) -> None:
     # Not equal (other seeds, other random streams), but the same experiment: within 15 %.
     for strategy, (calls, time_ms) in contention.PUBLISHED_AT_100.items():
         assert at_100[strategy].calls == pytest.approx(calls, rel=0.15)
@@ -92,7 +94,7 @@ def test_the_sweep_covers_every_strategy_and_client_count() -> None:
 
 
 def test_the_table_puts_ours_next_to_the_published_numbers(
-    at_100: dict[contention.Strategy, Result],
+    at_100: dict[contention.Strategy, Measurement],
 ) -> None:
     text = contention.table(at_100.values(), 100)
     lines = text.splitlines()

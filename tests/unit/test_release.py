@@ -24,6 +24,9 @@ from grader import release
 from workbook.export import cell_source, cell_tags, read_notebook
 from workbook.manifest import load_manifest, repo_root
 
+# Each test builds a whole learner copy, and two run its make check: seconds, not milliseconds.
+pytestmark = pytest.mark.slow
+
 ROOT = repo_root()
 MANIFEST = load_manifest()
 BUILDS = [e for e in MANIFEST.entries if e.solution and (ROOT / e.solution).exists()]

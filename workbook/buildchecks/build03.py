@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from etl import Launch, MemorySink, NetworkError, ParseError, RateLimited, launches
-from workbook.checks import Checks, Said, expect, expect_equal, expect_raises, outcome_of, said
+from workbook.checks import Checks, Said, expect, expect_equal, expect_raises, outcome_of
 
 CHECKS = Checks("03")
 
@@ -237,9 +237,9 @@ class ScriptedOp:
 
 
 #: Real seconds a retry check may take: on virtual time its sleeps cost microseconds.
-REAL_SECONDS = 0.5
+RETRY_REAL_SECONDS = 0.5
 SLEPT_FOR_REAL = (
-    f"under {REAL_SECONDS} s: on virtual time, asyncio.sleep returns at once",
+    f"under {RETRY_REAL_SECONDS} s: on virtual time, asyncio.sleep returns at once",
     "It waited for real: use await asyncio.sleep(...), never time.sleep(...), which also "
     "freezes every other task on the loop.",
 )
@@ -260,7 +260,7 @@ async def gives_up_on_permanent_immediately(ns: Any) -> None:
     expect(
         not ok and type(got) is ParseError,
         call,
-        said(ok, got),
+        Said.of(ok, got),
         "raises ParseError (the op's own error)",
         note="A permanent error is raised as it is, at once.",
     )
@@ -294,12 +294,14 @@ async def retries_transient_then_succeeds(ns: Any) -> None:
     expect(
         ok and type(got) is int and got == 42,
         call,
-        said(ok, got),
+        Said.of(ok, got),
         "returned 42",
         note="NetworkError is transient and 4 attempts are allowed: the third call succeeds.",
     )
     expect_equal(f"{call}: calls of op", op.calls, 3)
-    expect(real < REAL_SECONDS, f"{call}: real seconds taken", round(real, 2), *SLEPT_FOR_REAL)
+    expect(
+        real < RETRY_REAL_SECONDS, f"{call}: real seconds taken", round(real, 2), *SLEPT_FOR_REAL
+    )
     expect(
         math.isclose(waited, 0.6, abs_tol=1e-6),
         f"{call}: seconds waited (virtual)",
@@ -317,9 +319,11 @@ async def honors_retry_after(ns: Any) -> None:
     start, real_start = loop_time(), time.perf_counter()
     ok, got = await outcome_of(ns.with_retry(policy, op))
     waited, real = loop_time() - start, time.perf_counter() - real_start
-    expect(ok and got == "ok", call, said(ok, got), "returned 'ok'")
+    expect(ok and got == "ok", call, Said.of(ok, got), "returned 'ok'")
     expect_equal(f"{call}: calls of op", op.calls, 2)
-    expect(real < REAL_SECONDS, f"{call}: real seconds taken", round(real, 2), *SLEPT_FOR_REAL)
+    expect(
+        real < RETRY_REAL_SECONDS, f"{call}: real seconds taken", round(real, 2), *SLEPT_FOR_REAL
+    )
     expect(
         waited >= 5.0 - 1e-6,
         f"{call}: seconds waited (virtual)",

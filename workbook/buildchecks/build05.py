@@ -41,7 +41,7 @@ from etl.server import (
     http_date,
     in_process_client,
 )
-from workbook.checks import Checks, Said, expect, expect_equal, outcome, outcome_of, said
+from workbook.checks import Checks, Said, expect, expect_equal, outcome, outcome_of
 
 CHECKS = Checks("05")
 
@@ -50,7 +50,7 @@ LISTING = IN_PROCESS_BASE_URL + LAUNCHES_PATH
 NOW = datetime(2024, 3, 1, 12, 0, 0, tzinfo=UTC)
 NOW_TEXT = "now = datetime(2024, 3, 1, 12, 0, 0, tzinfo=UTC)"
 #: Real seconds a check may take: on virtual time its waits cost microseconds.
-REAL_SECONDS = 1.0
+SOURCE_REAL_SECONDS = 1.0
 
 
 def launch_ids() -> list[str]:
@@ -82,7 +82,7 @@ def retry_after_reads_seconds_and_dates(ns: Any) -> None:
     expect(
         ok and type(got) is float and got == 120.0,
         f'parse_retry_after("120", now), {NOW_TEXT}',
-        said(ok, got),
+        Said.of(ok, got),
         "returned 120.0 (delay-seconds, as a float)",
         note="ASCII digits are a number of seconds: float(int(text)).",
     )
@@ -93,7 +93,7 @@ def retry_after_reads_seconds_and_dates(ns: Any) -> None:
         expect(
             ok and type(got) is float and got == 30.0,
             f"parse_retry_after({value!r}, now), {NOW_TEXT}",
-            said(ok, got),
+            Said.of(ok, got),
             f"returned 30.0 (the {form} form of an HTTP-date, 30 s after now)",
             note=_date_note(value, ok, got),
         )
@@ -102,12 +102,12 @@ def retry_after_reads_seconds_and_dates(ns: Any) -> None:
     expect(
         ok and type(got) is float and got == 0.0,
         f"parse_retry_after({earlier!r}, now), {NOW_TEXT}",
-        said(ok, got),
+        Said.of(ok, got),
         "returned 0.0 (a date already past means: ask again now)",
         note="Never negative: max(0.0, seconds).",
     )
     ok, got = outcome(lambda: ns.parse_retry_after(None, NOW))
-    expect(ok and got is None, "parse_retry_after(None, now)", said(ok, got), "returned None")
+    expect(ok and got is None, "parse_retry_after(None, now)", Said.of(ok, got), "returned None")
 
 
 MALFORMED = (
@@ -131,7 +131,7 @@ def malformed_retry_after_is_none(ns: Any) -> None:
         elif ok and value in ("²", "٣"):
             note += " Test text.isascii() and text.isdigit()."
         expect(
-            ok and got is None, f"parse_retry_after({value!r}, now)", said(ok, got), "None", note
+            ok and got is None, f"parse_retry_after({value!r}, now)", Said.of(ok, got), "None", note
         )
 
 
@@ -168,7 +168,7 @@ def maps_statuses_to_errors(ns: Any) -> None:
     expect(
         ok and got is None,
         "error_for_response(200 with a page of results, now)",
-        said(ok, got),
+        Said.of(ok, got),
         "None: a 2xx holding a page is no error",
     )
     cases: list[tuple[str, httpx.Response, type[EtlError], int | None, bool, float | None, str]] = [
@@ -223,7 +223,7 @@ def maps_statuses_to_errors(ns: Any) -> None:
         expect(
             bool(right),
             f"error_for_response({name}, now)",
-            _describe_error(error) if ok else said(ok, error),
+            _describe_error(error) if ok else Said.of(ok, error),
             expected,
             note,
         )
@@ -255,7 +255,7 @@ def bad_json_is_a_parse_error(ns: Any) -> None:
         expect(
             ok and type(got) is ParseError,
             f"error_for_response(200 with {name}, now)",
-            _describe_error(got) if ok else said(ok, got),
+            _describe_error(got) if ok else Said.of(ok, got),
             "ParseError (returned, not raised)",
             note,
         )
@@ -315,7 +315,7 @@ def _failure_note(error: Any) -> str:
 
 
 def expect_every_launch(call: str, ok: bool, error: Any, got: list[Any]) -> None:
-    expect(ok, call, said(ok, error), "every launch, without an error", _failure_note(error))
+    expect(ok, call, Said.of(ok, error), "every launch, without an error", _failure_note(error))
     wrong = next((item for item in got if type(item) is not Launch), None)
     expect(
         wrong is None,
@@ -359,7 +359,9 @@ async def retries_503_then_continues(ns: Any) -> None:
         2,
         note="Fetch each page through with_retry(self.policy, ...): a 503 is transient.",
     )
-    expect(real < REAL_SECONDS, f"{call}: real seconds", round(real, 2), "well under a second")
+    expect(
+        real < SOURCE_REAL_SECONDS, f"{call}: real seconds", round(real, 2), "well under a second"
+    )
     expect(
         abs(waited - 0.2) < 1e-6,
         f"{call}: seconds waited (virtual)",
@@ -392,7 +394,9 @@ async def page_deadline_cuts_a_hang(ns: Any) -> None:
         ns, app, LISTING + "?limit=100", page_timeout=10.0
     )
     expect_every_launch(call, ok, error, got)
-    expect(real < REAL_SECONDS, f"{call}: real seconds", round(real, 2), "well under a second")
+    expect(
+        real < SOURCE_REAL_SECONDS, f"{call}: real seconds", round(real, 2), "well under a second"
+    )
     expect(
         abs(waited - 10.2) < 1e-6,
         f"{call}: seconds waited (virtual)",
@@ -420,7 +424,7 @@ async def ingest_once(ns: Any, path: Path, app: FixtureApp, url: str) -> tuple[b
 
 def report_of(ok: bool, value: Any) -> Said:
     if not ok:
-        return said(ok, value)
+        return Said.of(ok, value)
     fetched, written = getattr(value, "fetched", "?"), getattr(value, "written", "?")
     return Said(f"fetched={fetched!r}, written={written!r}")
 

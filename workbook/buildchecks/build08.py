@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbook.checks import CheckFailure, Checks
+from workbook.feedback import cut, show
 
 CHECKS = Checks("08")
 
@@ -77,7 +78,7 @@ FORMS: dict[str, Form] = {
 def every_answer_has_the_right_form(ns: Any) -> None:
     answers = ns.ANSWERS
     if not isinstance(answers, dict):
-        raise CheckFailure("ANSWERS", repr(answers)[:80], "a dict, one entry per question")
+        raise CheckFailure("ANSWERS", cut(repr(answers), 80), "a dict, one entry per question")
     missing = [key for key in FORMS if key not in answers]
     if missing:
         raise CheckFailure(
@@ -97,7 +98,7 @@ def every_answer_has_the_right_form(ns: Any) -> None:
         if not form.fits(answers[key]):
             raise CheckFailure(
                 f"ANSWERS[{key!r}]",
-                repr(answers[key]),
+                show(answers[key]),
                 form.says,
                 note="This check reads only the form of your answers; whether they are right is"
                 " for the grader to say.",
