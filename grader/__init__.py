@@ -5,9 +5,14 @@
 - `grade_notebook(build, path)`: the same, with a runner of its own.
 - `Limits`: the per-child time, memory, process, file and output limits.
 - `load_suite(build)`: a build's hidden probes, judges and mutants (``tests/hidden/buildNN``).
+- `Outcome`: the kind of each graded test's result (passed, wrong, not done, grader fault, ...).
+
+Inside: `runner` (the facade) drives `forkclient` (its fork servers) over `protocol`, reads
+each worker's lines with `stream`; `forkserver` is the server process, walled in by `sandbox`;
+`observe` (probes, in the worker) and `judging` (judges, here) are the hidden suites' halves.
 """
 
-from grader.results import ProbeRecord, ProbeRun, SubmissionResult, TestResult
+from grader.results import Outcome, ProbeRecord, ProbeRun, SubmissionResult, TestResult
 from grader.runner import Runner, grade_notebook
 from grader.sandbox import Isolation, Limits
 from grader.suites import Mutant, Suite, SuiteError, has_suite, load_suite
@@ -16,6 +21,7 @@ __all__ = [
     "Isolation",
     "Limits",
     "Mutant",
+    "Outcome",
     "ProbeRecord",
     "ProbeRun",
     "Runner",

@@ -6,8 +6,8 @@ allows (`sandbox.probe_walls`), and waits on the socket FD for jobs. For each jo
 worker that walls itself in (new session, pids cgroup, a private view of the filesystem with
 the secrets covered, a uid of its own, rlimits, scratch folder, captured and capped output),
 executes the exported answers from text, and runs the named probes, writing one JSON line per
-event on the results pipe it was handed. The worker never
-returns into the server; the server reports the worker's pid, then how it ended.
+event on the results pipe it was handed. The worker never returns into the server; the server
+reports the worker's pid, then how it ended. Every message is spelled in `grader.protocol`.
 
 A job's results depend only on the exported source and the probes, so running it twice gives
 the same lines (apart from the ``seconds`` fields).
@@ -18,16 +18,14 @@ from __future__ import annotations
 # Imported once here, so that every worker starts with them loaded (fork copies them).
 import asyncio  # noqa: F401
 import contextlib
-import dataclasses  # noqa: F401
+import dataclasses
 import gc
 import hashlib  # noqa: F401
-import importlib.util
 import io
 import json
 import math  # noqa: F401
 import os
 import random  # noqa: F401
-import re
 import signal
 import socket
 import sys
@@ -47,29 +45,30 @@ from grader.observe import (
     raised,
     safe_text,
 )
+from grader.protocol import CRASHED, WALL_FAILED, Event, Job, Ready, Reply, encode_reply
+from grader.suites import load_probes
+from workbook.modules import execute, fresh_module
 
 _suites: dict[str, Probes] = {}
 _armed = False
-#: Exit code of a worker that could not raise a wall the self-test said works.
-WALL_FAILED = 71
 
 
 def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
-    network = sandbox.leave_network()
+    network, network_text = sandbox.leave_network()
     sandbox.become_subreaper()
     walls = sandbox.probe_walls(os.getcwd())
-    _send(
-        sock,
-        {
-            "ready": True,
-            "network": network,
-            "filesystem": walls.filesystem,
-            "user": walls.user_text,
-            "hashseed": os.environ.get("PYTHONHASHSEED", "random"),
-            "hash": hash("run-it-twice"),
-        },
+    ready = Ready(
+        network=network,
+        network_text=network_text,
+        filesystem=walls.filesystem,
+        filesystem_text=walls.filesystem_text,
+        user=walls.user,
+        user_text=walls.user_text,
+        hashseed=os.environ.get("PYTHONHASHSEED", "random"),
+        hash=hash("run-it-twice"),
     )
+    sock.sendall(encode_reply(Reply.READY, **dataclasses.asdict(ready)))
     while True:
         _reap()
         try:
@@ -78,16 +77,17 @@ def main(argv: list[str]) -> int:
             return 0
         if not data:
             return 0
-        job = json.loads(data)
+        job = Job.from_json(data)
         results_fd, output_fd = fds
         try:
-            probes = _suite(job["suite"])
+            probes = _suite(job.suite)
             sandbox.needed_paths()  # worked out here once, not in every worker
             # Everything imported so far is shared with the workers: keep the collector off
             # it, so a worker's first collection does not copy every page of it.
             gc.freeze()
         except BaseException as exc:  # a broken suite is reported, not fatal
-            _send(sock, {"error": f"cannot import the probes {job['suite']}: {safe_text(exc)}"})
+            error = f"cannot import the probes {job.suite}: {safe_text(exc)}"
+            sock.sendall(encode_reply(Reply.ERROR, error=error))
             os.close(results_fd)
             os.close(output_fd)
             continue
@@ -100,13 +100,9 @@ def main(argv: list[str]) -> int:
             _worker(job, probes, results_fd, output_fd, walls)  # never returns
         os.close(results_fd)
         os.close(output_fd)
-        _send(sock, {"pid": pid})
+        sock.sendall(encode_reply(Reply.PID, pid=pid))
         _, status = os.waitpid(pid, 0)
-        _send(sock, {"exit": os.waitstatus_to_exitcode(status)})
-
-
-def _send(sock: socket.socket, message: dict[str, Any]) -> None:
-    sock.sendall(json.dumps(message).encode())
+        sock.sendall(encode_reply(Reply.EXIT, code=os.waitstatus_to_exitcode(status)))
 
 
 def _reap() -> None:
@@ -122,13 +118,7 @@ def _reap() -> None:
 
 def _suite(path: str) -> Probes:
     if path not in _suites:
-        name = "_hidden_probes_" + re.sub(r"\W", "_", str(Path(path).parent))
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        probes = module.PROBES
+        probes = load_probes(Path(path)).PROBES
         assert isinstance(probes, Probes), f"{path}: PROBES is not a Probes registry"
         _suites[path] = probes
     return _suites[path]
@@ -196,7 +186,7 @@ class _Channel:
         except (TypeError, ValueError) as exc:
             line = json.dumps(
                 {
-                    "event": "probe_error",
+                    "event": Event.PROBE_ERROR,
                     "probe": event.get("probe"),
                     "error": f"observation is not plain JSON: {exc}",
                 }
@@ -207,15 +197,15 @@ class _Channel:
 
 
 def _worker(
-    job: dict[str, Any], probes: Probes, results_fd: int, output_fd: int, walls: sandbox.Walls
+    job: Job, probes: Probes, results_fd: int, output_fd: int, walls: sandbox.Walls
 ) -> None:
     code = 0
     forked = time.perf_counter()
     server = os.getppid()
     try:
         os.setsid()
-        sandbox.enter_cgroup(job.get("cgroup"))
-        limits = sandbox.Limits(**job["limits"])
+        sandbox.enter_cgroup(job.cgroup)
+        limits = sandbox.Limits(**job.limits)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(output_fd, 1)
@@ -224,7 +214,7 @@ def _worker(
         # the server's socket, so nothing the learner runs can talk to the runner.
         os.closerange(3, results_fd)
         os.closerange(results_fd + 1, 1 << 16)
-        workdir = job["workdir"]
+        workdir = job.workdir
         os.chdir(workdir)
         os.environ.update(HOME=workdir, TMPDIR=workdir)
         os.umask(0o077)
@@ -232,12 +222,12 @@ def _worker(
         sys.stdout = _Output(1, budget)
         sys.stderr = _Output(2, budget)
         # Read while still root: the file is the grader's (mode 600), not the learner's.
-        source = Path(job["source"]).read_text(encoding="utf-8")
+        source = Path(job.source).read_text(encoding="utf-8")
         try:
             sandbox.wall_in(
-                secrets=job.get("secrets", []),
-                around=job.get("around"),
-                keep=_kept_seams(str(job.get("build", ""))),
+                secrets=job.secrets,
+                around=job.around,
+                keep=_kept_seams(job.build),
                 workdir=workdir,
                 walls=walls,
                 uid=sandbox.UID_BASE + server,
@@ -250,7 +240,7 @@ def _worker(
         signal.signal(signal.SIGALRM, _alarm)
         channel = _Channel(results_fd)
         # Taken before the learner's code runs, so that rebinding the registry changes nothing.
-        chosen = [(name, probes.by_name[name].fn) for name in job["probes"]]
+        chosen = [(name, probes.by_name[name].fn) for name in job.probes]
         for name in [m for m in sys.modules if m.startswith("_hidden_")]:
             del sys.modules[name]
         guard_blocking_sleep()
@@ -258,24 +248,24 @@ def _worker(
         if module is None:
             return
         for name, fn in chosen:
-            channel.send({"event": "start", "probe": name})
+            channel.send({"event": Event.START, "probe": name})
             started = time.perf_counter()
             try:
                 _timer(limits.probe_seconds)
                 observation = fn(module)
                 _timer(0)
-                event = {"event": "done", "probe": name, "obs": observation}
+                event = {"event": Event.DONE, "probe": name, "obs": observation}
             except ProbeTimeout:
                 _timer(0)
-                event = {"event": "timeout", "probe": name}
+                event = {"event": Event.TIMEOUT, "probe": name}
             except BaseException as exc:  # a probe must not end the worker
                 _timer(0)
-                event = {"event": "probe_error", "probe": name, "error": raised(exc)}
+                event = {"event": Event.PROBE_ERROR, "probe": name, "error": raised(exc)}
             event["seconds"] = round(time.perf_counter() - started, 4)
             channel.send(event)
-        channel.send({"event": "end"})
+        channel.send({"event": Event.END})
     except BaseException:  # the runner sees the exit code and the events
-        code = 70
+        code = CRASHED
     finally:
         _timer(0)
         for stream in (sys.stdout, sys.stderr):
@@ -295,40 +285,39 @@ def _kept_seams(build: str) -> list[str]:
 
 
 def _load(
-    job: dict[str, Any],
+    job: Job,
     source: str,
     channel: _Channel,
     limits: sandbox.Limits,
     setup: float,
 ) -> types.ModuleType | None:
     """Execute the exported source as a fresh module, or report why it could not run."""
-    path = job["source"]
-    module = types.ModuleType("submission")
-    module.__file__ = path
-    sys.modules["submission"] = module  # dataclasses look their module up by name
+    path = job.source
+    module = fresh_module("submission", path)
+    # Kept there for the worker's life: dataclasses and typing look their module up by name.
+    sys.modules["submission"] = module
     started = time.perf_counter()
     try:
-        code = compile(source, path, "exec", dont_inherit=True)
         _timer(limits.load_seconds)
-        exec(code, module.__dict__)
+        execute(module, source, path)
         _timer(0)
     except ProbeTimeout:
         _timer(0)
-        channel.send({"event": "load_error", "error": "timeout", "line": None})
+        channel.send({"event": Event.LOAD_ERROR, "error": "timeout", "line": None})
         return None
     except BaseException as exc:
         _timer(0)
         text = safe_text(exc)
         channel.send(
             {
-                "event": "load_error",
+                "event": Event.LOAD_ERROR,
                 "error": f"{type(exc).__name__}: {text}" if text else type(exc).__name__,
                 "line": _learner_line(exc, path),
             }
         )
         return None
     loaded = round(time.perf_counter() - started, 4)
-    channel.send({"event": "loaded", "seconds": loaded, "setup": round(setup, 4)})
+    channel.send({"event": Event.LOADED, "seconds": loaded, "setup": round(setup, 4)})
     return module
 
 

@@ -5,7 +5,10 @@ the grading process; those values never enter the child. Comparisons are exact i
 (``1`` is not ``1.0``, ``True`` is not ``1``, a ``str`` subclass is not a ``str``) because
 `observe.plain` records the exact type of everything it could not turn into JSON. A judge
 passes only on positive evidence: an observation that is missing, or an exception where a
-value was due, fails it. Judging the same observations twice gives the same verdict.
+value was due, fails it. Judging the same observations twice gives the same verdict, and each
+verdict has its kind (`grader.results.Outcome`): a judge raises `Fail` (wrong), `NotDone` (a
+stub or a missing name) or `GraderFault` (the grader's own failure, never the learner's).
+Messages speak the one feedback vocabulary of `workbook.feedback`.
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import NamedTuple
 
-from grader.results import ProbeRecord
+from grader.observe import JSON as JSON  # re-exported for judges
+from grader.results import Outcome, ProbeRecord
+from workbook.feedback import message, show_json, show_outcome
+from workbook.registry import Registry
 
-JSON = Any
 #: Virtual clocks tick in microseconds (looptime's resolution), so times match to 2 µs.
 TIME_TOLERANCE = 2e-6
 
@@ -26,8 +31,21 @@ class Fail(AssertionError):
     """The judge's verdict against the submission. Its text is the learner's feedback."""
 
 
+class NotDone(Fail):
+    """The step is not done yet: a stub still raising NotImplementedError, a missing name."""
+
+
+class GraderFault(Exception):
+    """The grader failed, not the submission (say, both interpreters had the same hash seed):
+    the test says nothing about the work, and the result is never cached."""
+
+
 class Unobserved(Exception):  # a reason, reported as the test's message
     """A probe the judge needs did not finish (timeout, crash, load failure)."""
+
+    def __init__(self, reason: str, kind: Outcome = Outcome.UNFINISHED) -> None:
+        super().__init__(reason)
+        self.kind = kind
 
 
 class Observed:
@@ -42,7 +60,7 @@ class Observed:
         if record is None:
             raise Unobserved(f"probe {key} did not run")
         if record.status != "done":
-            raise Unobserved(record.reason or f"probe {key}: {record.status}")
+            raise Unobserved(record.reason or f"probe {key}: {record.status}", record.kind)
         return record.obs
 
 
@@ -55,70 +73,57 @@ class Judge:
     fn: JudgeFn
 
 
-class Judges:
+class Judges(Registry[Judge]):
     """A hidden suite's judges, one per graded test name."""
 
-    def __init__(self) -> None:
-        self.by_name: dict[str, Judge] = {}
+    kind = "judge"
 
     def add(self, name: str) -> Callable[[JudgeFn], JudgeFn]:
         def register(fn: JudgeFn) -> JudgeFn:
-            if name in self.by_name:
-                raise ValueError(f"judge {name!r} declared twice")
-            self.by_name[name] = Judge(name, fn)
+            self.register(name, Judge(name, fn))
             return fn
 
         return register
 
 
-def verdict(judge: Judge, observed: Observed) -> str | None:
-    """None when the judge is satisfied, else the message a learner reads."""
+class Verdict(NamedTuple):
+    """What a judge decided: the kind of outcome, and the message a learner reads ("" when
+    it passed)."""
+
+    kind: Outcome
+    message: str
+
+
+def verdict(judge: Judge, observed: Observed) -> Verdict:
+    """`Outcome.PASSED` when the judge is satisfied, else the kind and the message."""
     try:
         judge.fn(observed)
+    except NotDone as exc:
+        return Verdict(Outcome.NOT_DONE, str(exc))
     except Fail as exc:
-        return str(exc)
+        return Verdict(Outcome.WRONG, str(exc))
     except Unobserved as exc:
-        return str(exc)
+        return Verdict(exc.kind, str(exc))
+    except GraderFault as exc:
+        return Verdict(Outcome.GRADER_FAULT, str(exc))
     except Exception as exc:  # a judge bug must not stop the grading
-        return f"the judge could not read the observation ({type(exc).__name__}: {exc})"
-    return None
+        text = f"the judge could not read the observation ({type(exc).__name__}: {exc})"
+        return Verdict(Outcome.GRADER_FAULT, text)
+    return Verdict(Outcome.PASSED, "")
 
 
 # ---------------------------------------------------------------------------------------
 # Reading observations.
 
 
-def render(value: JSON) -> str:
-    """An observed value as a learner would type it."""
-    if isinstance(value, dict):
-        if "float" in value:
-            return f"float({value['float']!r})"
-        if "type" in value:
-            return f"a {value['type']} object ({value.get('repr', '')})"
-    return repr(value)
-
-
-def outcome_text(outcome: Mapping[str, JSON]) -> str:
-    if "ok" in outcome:
-        return render(outcome["ok"])
-    if "missing" in outcome:
-        return f"NameError: `{outcome['missing']}` is not defined in your answer cells"
-    return f"raised {outcome.get('raised')}({outcome.get('message', '')!r})"
-
-
-def message(call: str, got: str, expected: str, note: str = "") -> str:
-    lines = [f"called:   {call}", f"got:      {got}", f"expected: {expected}"]
-    if note:
-        lines.append(note)
-    return "\n".join(lines)
-
-
 def not_done(outcome: Mapping[str, JSON], call: str) -> None:
-    """Fail with a "not done yet" message when the outcome is a stub or a missing name."""
+    """Raise `NotDone` when the outcome is a stub or a missing name."""
     if "missing" in outcome:
-        raise Fail(f"not done yet: `{outcome['missing']}` is not defined in your answer cells")
+        raise NotDone(f"not done yet: `{outcome['missing']}` is not defined in your answer cells")
     if outcome.get("raised") == "NotImplementedError":
-        raise Fail(f"not done yet: {call} raised NotImplementedError({outcome.get('message')!r})")
+        raise NotDone(
+            f"not done yet: {call} raised NotImplementedError({outcome.get('message')!r})"
+        )
 
 
 def ok(outcome: Mapping[str, JSON], call: str, expected: str = "a value") -> JSON:
@@ -126,7 +131,7 @@ def ok(outcome: Mapping[str, JSON], call: str, expected: str = "a value") -> JSO
     if "ok" in outcome:
         return outcome["ok"]
     not_done(outcome, call)
-    raise Fail(message(call, outcome_text(outcome), f"it returns {expected}"))
+    raise Fail(message(call, show_outcome(outcome), f"it returns {expected}"))
 
 
 def raises(outcome: Mapping[str, JSON], call: str, kind: str, note: str = "") -> None:
@@ -134,7 +139,7 @@ def raises(outcome: Mapping[str, JSON], call: str, kind: str, note: str = "") ->
     if outcome.get("raised") == kind:
         return
     not_done(outcome, call)
-    raise Fail(message(call, outcome_text(outcome), f"raises {kind}", note))
+    raise Fail(message(call, show_outcome(outcome), f"raises {kind}", note))
 
 
 def same_value(got: JSON, expected: JSON, tolerance: float = 0.0) -> bool:
@@ -166,7 +171,8 @@ def equal(
     """Fail unless `got` is `expected` (exact types). `say` describes the expectation in
     words instead of showing the value (for hidden expected values)."""
     if not same_value(got, expected, tolerance):
-        raise Fail(message(call, render(got), say if say is not None else render(expected), note))
+        expected_text = say if say is not None else show_json(expected)
+        raise Fail(message(call, show_json(got), expected_text, note))
 
 
 def check(condition: bool, call: str, got: str, expected: str, note: str = "") -> None:

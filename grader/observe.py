@@ -9,24 +9,22 @@ a subclass for what it is. Observing the same call twice gives equal observation
 
 from __future__ import annotations
 
-import asyncio
 import math
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, SupportsIndex
 
-import looptime
+from workbook.feedback import cut
+from workbook.registry import Registry
+from workbook.vtime import VIRTUAL_DEADLINE as VIRTUAL_DEADLINE  # re-exported for probes
+from workbook.vtime import Clock as Clock  # re-exported for probes
+from workbook.vtime import VirtualDeadlineExceeded, drive
 
-#: Virtual seconds after which an async probe is stopped: a retry loop that never gives up
-#: spins through this in milliseconds of real time.
-VIRTUAL_DEADLINE = 3600.0
 #: Real seconds a guarded `time.sleep` may still take per call (see `guard_blocking_sleep`).
 BLOCKING_SLEEP_CAP = 0.002
 _TEXT_LIMIT = 300
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _blocking: list[float] = []
 
 JSON = Any
@@ -73,10 +71,9 @@ def safe_text(value: Any, render: Callable[[Any], str] = str) -> str:
         text = render(value)
         if type(text) is not str:
             return f"<{_type_name(value)}>"
-        text = _ADDRESS.sub("", str.__str__(text))
+        return cut(str.__str__(text), _TEXT_LIMIT)
     except BaseException:  # a learner's __str__/__repr__ may do anything
         return f"<{_type_name(value)} (its repr raised)>"
-    return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 3] + "..."
 
 
 def _type_name(value: Any) -> str:
@@ -127,64 +124,44 @@ def guard_blocking_sleep() -> None:
     time.sleep = sleep
 
 
-@dataclass
-class Clock:
-    """Virtual time as the probe sees it, readable from inside the running loop."""
-
-    loop: asyncio.AbstractEventLoop
-
-    def now(self) -> float:
-        return round(self.loop.time(), 6)
-
-
 def vrun(
     make: Callable[[Clock], Awaitable[Any]], *, deadline: float = VIRTUAL_DEADLINE
 ) -> dict[str, JSON]:
-    """Run ``make(clock)`` on a fresh virtual-time loop (looptime, starting at 0).
+    """Run ``make(clock)`` on a fresh virtual-time loop (`workbook.vtime.drive`).
 
     Returns the `attempt` shape plus ``elapsed`` (virtual seconds), ``blocking`` (seconds
     asked of a blocking `time.sleep` meanwhile) and ``real`` (wall seconds, for messages
     only). A coroutine still running after `deadline` virtual seconds is reported as
     ``{"raised": "VirtualDeadline"}``.
     """
-    loop = looptime.new_event_loop(start=0)
-    clock = Clock(loop)
     started = time.perf_counter()
     blocked_before = len(_blocking)
-    outcome: dict[str, JSON]
-    try:
+    spent: dict[str, float] = {}
 
-        async def main() -> Any:
-            async with asyncio.timeout(deadline):
-                return await make(clock)
+    def measure() -> None:
+        spent["blocking"] = round(sum(_blocking[blocked_before:]), 6)
+        spent["real"] = round(time.perf_counter() - started, 4)
 
+    async def watched(clock: Clock) -> Any:
         try:
-            outcome = {"ok": plain(loop.run_until_complete(main()))}
-        except TimeoutError:
-            outcome = {
-                "raised": "VirtualDeadline",
-                "message": f"still running after {deadline:g} s",
-            }
-        except BaseException as exc:
-            outcome = raised(exc)
-        outcome["elapsed"] = clock.now()
-        outcome["blocking"] = round(sum(_blocking[blocked_before:]), 6)
-        outcome["real"] = round(time.perf_counter() - started, 4)
-    finally:
-        _close(loop)
+            return await make(clock)
+        finally:  # before the loop closes: what its leftover tasks do then does not count
+            measure()
+
+    run = drive(watched, deadline=deadline)
+    if not spent:
+        measure()
+    outcome: dict[str, JSON]
+    if isinstance(run.error, VirtualDeadlineExceeded):
+        outcome = {"raised": "VirtualDeadline", "message": f"still running after {deadline:g} s"}
+    elif run.error is not None:
+        outcome = raised(run.error)
+    else:
+        outcome = {"ok": plain(run.value)}
+    outcome["elapsed"] = round(run.elapsed, 6)
+    outcome["blocking"] = spent["blocking"]
+    outcome["real"] = spent["real"]
     return outcome
-
-
-def _close(loop: asyncio.AbstractEventLoop) -> None:
-    try:
-        for task in asyncio.all_tasks(loop):
-            task.cancel()
-        loop.run_until_complete(asyncio.sleep(0))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-    except BaseException:  # a learner's task may refuse to die; we move on
-        pass
-    finally:
-        loop.close()
 
 
 @dataclass(frozen=True)
@@ -195,21 +172,14 @@ class Probe:
     """2: the probe also runs in a second interpreter with a different PYTHONHASHSEED."""
 
 
-class Probes:
+class Probes(Registry[Probe]):
     """A hidden suite's probes, by name, in the order they are declared."""
 
-    def __init__(self) -> None:
-        self.by_name: dict[str, Probe] = {}
+    kind = "probe"
 
     def add(self, name: str, *, interpreters: int = 1) -> Callable[[ProbeFn], ProbeFn]:
         def register(fn: ProbeFn) -> ProbeFn:
-            if name in self.by_name:
-                raise ValueError(f"probe {name!r} declared twice")
-            self.by_name[name] = Probe(name, fn, interpreters)
+            self.register(name, Probe(name, fn, interpreters))
             return fn
 
         return register
-
-    @property
-    def names(self) -> list[str]:
-        return list(self.by_name)

@@ -40,6 +40,21 @@ class ProbeRecord:
     obs: Any = None
     reason: str = ""
     seconds: float = 0.0
+    grader_fault: bool = False
+    """The probe did not finish through the grader's fault (a wall that would not rise)."""
+
+    @property
+    def kind(self) -> Outcome:
+        """What a test that needs this probe comes to when the probe did not finish."""
+        if self.status == "done":
+            return Outcome.PASSED
+        if self.grader_fault:
+            return Outcome.GRADER_FAULT
+        if self.status == "void":
+            return Outcome.VOID
+        if self.status == "load failed":
+            return Outcome.NOT_LOADED
+        return Outcome.UNFINISHED
 
 
 @dataclass
@@ -50,6 +65,8 @@ class ProbeRun:
     output: str = ""
     output_bytes: int = 0
     load_error: str | None = None
+    load_fault: bool = False
+    """The answers did not load through the grader's fault (a wall that would not rise)."""
     notes: list[str] = field(default_factory=list)
     children: int = 0
     seconds: float = 0.0

@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.protocol import ServerWalls
+
 PIDS_ROOT = Path("/sys/fs/cgroup/pids")
 CLONE_NEWNET = 0x40000000
 CLONE_NEWNS = 0x00020000
@@ -72,22 +74,17 @@ class Limits:
 
 
 @dataclass(frozen=True)
-class Isolation:
-    """Which walls this machine gives us, each with a sentence for the report."""
+class Isolation(ServerWalls):
+    """Which walls are up around every worker on this machine, each with its sentence for the
+    report (``*_text``): the fork server's, and the pids cgroup."""
 
-    pids: str
-    network: str
-    filesystem: str = "not checked"
-    user: str = "not checked"
+    pids: bool
+    """A pids cgroup caps processes and threads."""
+    pids_text: str
 
     @property
     def complete(self) -> bool:
-        return (
-            self.pids.startswith("pids cgroup")
-            and self.network.startswith("no network")
-            and self.filesystem.startswith("secrets hidden")
-            and self.user.startswith("own uid")
-        )
+        return self.pids and self.network and self.filesystem and self.user
 
 
 class PidsCgroup:
@@ -173,16 +170,17 @@ def pids_wall(cgroup: PidsCgroup | None, max_pids: int) -> str:
     )
 
 
-def leave_network() -> str:
-    """Move this process into an empty network namespace. Returns the sentence for the report."""
+def leave_network() -> tuple[bool, str]:
+    """Move this process into an empty network namespace. Returns whether it worked, and the
+    sentence for the report."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.unshare(CLONE_NEWNET) == 0:
-            return "no network (empty network namespace)"
+            return True, "no network (empty network namespace)"
         err = ctypes.get_errno()
-        return f"network reachable: unshare(CLONE_NEWNET) failed ({os.strerror(err)})"
+        return False, f"network reachable: unshare(CLONE_NEWNET) failed ({os.strerror(err)})"
     except (OSError, AttributeError) as exc:
-        return f"network reachable: unshare is unavailable ({exc})"
+        return False, f"network reachable: unshare is unavailable ({exc})"
 
 
 def become_subreaper() -> None:
@@ -238,9 +236,11 @@ class Walls:
     """Which of the walls against root this machine allows, found once per fork server by
     `probe_walls`, each with the sentence for the report."""
 
-    mounts: bool
+    filesystem: bool
+    """A private mount namespace per worker can cover the secrets."""
     user: bool
-    filesystem: str
+    """A worker can drop to a uid of its own."""
+    filesystem_text: str
     user_text: str
 
     def as_json(self) -> dict[str, object]:
@@ -405,7 +405,7 @@ def wall_in(
     the `keep` files readable, then become `uid`. Raises `WallError` when a wall that
     `walls` says works cannot be raised. Calling it twice in one process is an error
     (the second time the process is no longer root)."""
-    if walls.mounts:
+    if walls.filesystem:
         _build_view(secrets, around, keep, workdir, uid if walls.user else None)
     if walls.user:
         os.chown(workdir, uid, uid)

@@ -9,8 +9,6 @@ twice returns the same objects.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import sys
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -21,6 +19,7 @@ from grader.judging import Judges
 from grader.observe import Probes
 from workbook.errors import WorkbookError
 from workbook.manifest import repo_root
+from workbook.modules import import_path
 
 HIDDEN = repo_root() / "tests" / "hidden"
 
@@ -76,23 +75,6 @@ def has_suite(build: str, hidden: Path | None = None) -> bool:
     return (suite_dir(build, hidden) / "probes.py").exists()
 
 
-def load_module(path: Path, name: str) -> ModuleType:
-    """Import a file by path under `name` (kept in sys.modules so dataclasses work)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise SuiteError(f"{path}: cannot be imported")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
-
-
 def module_name(path: Path) -> str:
     """A name per file (the folder, plus a digest of the full path), so that two copies of
     a suite, say the repo's and a test's, never share a module."""
@@ -102,7 +84,7 @@ def module_name(path: Path) -> str:
 
 def load_probes(path: Path) -> ModuleType:
     """The probes module at `path` (what a suite's judges import for the shared inputs)."""
-    return load_module(path, module_name(path))
+    return import_path(path, module_name(path))
 
 
 @cache
@@ -113,7 +95,7 @@ def load_suite(build: str, hidden: Path | None = None) -> Suite:
         raise SuiteError(f"no hidden suite for build {build} (expected {folder}/probes.py)")
     try:
         probes = load_probes(folder / "probes.py").PROBES
-        judges = load_module(folder / "judges.py", module_name(folder / "judges.py")).JUDGES
+        judges = import_path(folder / "judges.py", module_name(folder / "judges.py")).JUDGES
     except SuiteError:
         raise
     except Exception as exc:

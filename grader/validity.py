@@ -16,21 +16,18 @@ Nothing here writes to the repository.
 from __future__ import annotations
 
 import argparse
-import queue
 import sys
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
 
 from grader import Runner, SubmissionResult, Suite, SuiteError, has_suite, load_suite
+from grader.pool import RunnerPool
 from workbook.errors import WorkbookError
 from workbook.export import cell_source, cell_tags, export_source, read_notebook
 from workbook.manifest import Entry, load_manifest, repo_root
 
-T = TypeVar("T")
 MARK = {True: "✓", False: "✗"}
 
 
@@ -42,36 +39,6 @@ class Line:
     ok: bool
     summary: str
     details: list[str] = field(default_factory=list)
-
-
-class Pool:
-    """A few runners graded on in parallel (one submission per runner at a time)."""
-
-    def __init__(self, size: int) -> None:
-        self.runners = [Runner() for _ in range(size)]
-        self._free: queue.SimpleQueue[Runner] = queue.SimpleQueue()
-        for runner in self.runners:
-            self._free.put(runner)
-
-    def start(self) -> None:
-        """Start every runner's servers at once: their imports overlap."""
-        with ThreadPoolExecutor(max_workers=len(self.runners)) as executor:
-            list(executor.map(Runner.start, self.runners))
-
-    def map(self, fn: Callable[[Runner, T], Any], items: Sequence[T]) -> list[Any]:
-        def one(item: T) -> Any:
-            runner = self._free.get()
-            try:
-                return fn(runner, item)
-            finally:
-                self._free.put(runner)
-
-        with ThreadPoolExecutor(max_workers=len(self.runners)) as executor:
-            return list(executor.map(one, items))
-
-    def close(self) -> None:
-        for runner in self.runners:
-            runner.close()
 
 
 def structure(exercise: Path, solution: Path) -> Line:
@@ -155,7 +122,9 @@ def stub_line(result: SubmissionResult) -> Line:
     return Line("stub", True, summary + ", every graded test at zero")
 
 
-def mutant_lines(suite: Suite, source: str, pool: Pool, build: str, entry: Entry) -> list[Line]:
+def mutant_lines(
+    suite: Suite, source: str, pool: RunnerPool, build: str, entry: Entry
+) -> list[Line]:
     def grade(runner: Runner, index: int) -> tuple[int, SubmissionResult | str]:
         mutant = suite.mutants[index]
         try:
@@ -189,7 +158,7 @@ def mutant_lines(suite: Suite, source: str, pool: Pool, build: str, entry: Entry
     return lines
 
 
-def check_build(entry: Entry, root: Path, hidden: Path, pool: Pool) -> list[Line]:
+def check_build(entry: Entry, root: Path, hidden: Path, pool: RunnerPool) -> list[Line]:
     exercise = root / entry.path
     solution = root / entry.solution if entry.solution else None
     if solution is None:
@@ -240,7 +209,7 @@ def check_build(entry: Entry, root: Path, hidden: Path, pool: Pool) -> list[Line
     return lines
 
 
-def render(entry: Entry, lines: Sequence[Line]) -> str:
+def build_table(entry: Entry, lines: Sequence[Line]) -> str:
     width = max(len(line.name) for line in lines)
     out = [f"build {entry.number}  {entry.title}"]
     for line in lines:
@@ -272,19 +241,15 @@ def main(argv: list[str] | None = None) -> int:
     if not entries:
         print("validity: no graded notebook is on disk yet; nothing to check.")
         return 0
-    pool = Pool(max(1, args.workers))
-    try:
-        pool.start()
-        isolation = pool.runners[0].isolation()
+    with RunnerPool(args.workers) as pool:
+        isolation = pool.isolation()
         print("Validity of the graded builds")
-        print(f"  processes: {isolation.pids}\n  network:   {isolation.network}\n")
+        print(f"  processes: {isolation.pids_text}\n  network:   {isolation.network_text}\n")
         failures = 0
         for entry in entries:
             lines = check_build(entry, root, hidden, pool)
-            print(render(entry, lines) + "\n", flush=True)
+            print(build_table(entry, lines) + "\n", flush=True)
             failures += sum(not line.ok for line in lines)
-    finally:
-        pool.close()
     seconds = time.perf_counter() - start
     if failures:
         print(f"validity FAILED: {failures} line(s) wrong ({seconds:.1f} s)")

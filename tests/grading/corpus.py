@@ -88,7 +88,7 @@ class Learner:
     """One corpus folder: how to write it, and what its grade for build 03 must show."""
 
     name: str
-    make: Callable[[Path], None]
+    make: Callable[[Path], object]
     points: int | None = None
     """Exactly this many points for build 03 (None: see `twin`)."""
     status: str | None = None
@@ -229,7 +229,7 @@ def no_answer(folder: Path) -> None:
     write(folder, nb)
 
 
-def nb_maker(build: Callable[[], Notebook]) -> Callable[[Path], None]:
+def nb_maker(build: Callable[[], Notebook]) -> Callable[[Path], object]:
     return lambda folder: write(folder, build())
 
 
@@ -515,12 +515,12 @@ def fnv1a_64(data):
 """
 
 
-def cheat(code: str) -> Callable[[Path], None]:
+def cheat(code: str) -> Callable[[Path], object]:
     """The solution with `code` at the end of its answers (redefining what it cheats on)."""
     return nb_maker(lambda: at_end(solution(), code))
 
 
-def twin(*names: str) -> Callable[[Path], None]:
+def twin(*names: str) -> Callable[[Path], object]:
     return nb_maker(lambda: stubbed(solution(), *names))
 
 

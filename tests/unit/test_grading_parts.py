@@ -11,10 +11,21 @@ from pathlib import Path
 import pytest
 
 from grader import Limits, Mutant, SuiteError
-from grader.judging import Fail, Judges, Observed, equal, ok, same_value, verdict
+from grader.judging import (
+    Fail,
+    GraderFault,
+    Judges,
+    Observed,
+    Verdict,
+    equal,
+    ok,
+    same_value,
+    verdict,
+)
 from grader.observe import attempt, plain, vrun
-from grader.results import ProbeRecord
-from grader.runner import _Job
+from grader.protocol import Job
+from grader.results import Outcome, ProbeRecord
+from grader.stream import ResultStream
 from grader.suites import Edit, load_mutants
 from grader.validity import structure
 
@@ -110,7 +121,14 @@ def test_vrun_reports_virtual_time_and_blocking_sleeps() -> None:
         while True:
             await asyncio.sleep(60)
 
-    assert vrun(forever, deadline=600)["raised"] == "VirtualDeadline"
+    stopped = vrun(forever, deadline=600)
+    assert stopped.pop("real") < 1.0
+    assert stopped == {
+        "raised": "VirtualDeadline",
+        "message": "still running after 600 s",
+        "elapsed": 600.0,
+        "blocking": 0.0,
+    }
 
 
 # ── judging ────────────────────────────────────────────────────────────────────────────
@@ -145,24 +163,64 @@ def test_a_judge_passes_only_on_positive_evidence() -> None:
     def judge(obs: Observed) -> None:
         equal("f()", ok(obs("t"), "f()"), 2)
 
-    def verdict_on(record: ProbeRecord) -> str | None:
+    def verdict_on(record: ProbeRecord) -> Verdict:
         return verdict(judges.by_name["t"], Observed({"t": record}))
 
-    assert verdict_on(ProbeRecord("t", "done", {"ok": 2})) is None
-    assert "not done yet" in str(
-        verdict_on(ProbeRecord("t", "done", {"raised": "NotImplementedError"}))
-    )
-    assert "timed out" in str(verdict_on(ProbeRecord("t", "timeout", None, "timed out: x")))
-    assert verdict(judges.by_name["t"], Observed({})) == "probe t did not run"
+    assert verdict_on(ProbeRecord("t", "done", {"ok": 2})) == (Outcome.PASSED, "")
+    stub = verdict_on(ProbeRecord("t", "done", {"raised": "NotImplementedError"}))
+    assert stub.kind is Outcome.NOT_DONE and stub.message.startswith("not done yet")
+    wrong = verdict_on(ProbeRecord("t", "done", {"ok": 3}))
+    assert wrong.kind is Outcome.WRONG and "got:      3" in wrong.message
+    hang = verdict_on(ProbeRecord("t", "timeout", None, "timed out: x"))
+    assert hang == (Outcome.UNFINISHED, "timed out: x")
+    assert verdict_on(ProbeRecord("t", "void", None, "not graded: x")).kind is Outcome.VOID
+    walls = ProbeRecord("t", "crashed", None, "grader error: x", grader_fault=True)
+    assert verdict_on(walls) == (Outcome.GRADER_FAULT, "grader error: x")
+    assert verdict(judges.by_name["t"], Observed({})) == (Outcome.UNFINISHED, "probe t did not run")
     with pytest.raises(Fail, match="expected: 2"):
         judge(Observed({"t": ProbeRecord("t", "done", {"ok": 3})}))
+
+
+def test_the_grader_s_own_failures_are_grader_faults() -> None:
+    judges = Judges()
+
+    @judges.add("seed")
+    def seed(obs: Observed) -> None:
+        raise GraderFault("grader error: both interpreters had the same hash seed")
+
+    @judges.add("buggy")
+    def buggy(obs: Observed) -> None:
+        obs("t")["missing key"]
+
+    observed = Observed({"t": ProbeRecord("t", "done", {"ok": 1})})
+    assert verdict(judges.by_name["seed"], observed).kind is Outcome.GRADER_FAULT
+    crash = verdict(judges.by_name["buggy"], observed)
+    assert crash.kind is Outcome.GRADER_FAULT
+    assert crash.message.startswith("the judge could not read the observation (KeyError")
+    with pytest.raises(ValueError, match="judge 'seed' declared twice"):
+        judges.add("seed")(seed)
 
 
 # ── the report protocol ────────────────────────────────────────────────────────────────
 
 
-def job(*events: dict[str, object]) -> _Job:
-    j = _Job(["a", "b"], "", Limits(), "")
+def test_a_job_survives_the_trip_to_the_fork_server() -> None:
+    job = Job(
+        suite="/s/probes.py",
+        probes=("a", "b"),
+        source="/x/submission.py",
+        workdir="/x/work-1",
+        cgroup=None,
+        limits=Limits().as_json(),
+        secrets=("/r/.git", "/r/solutions"),
+        build="03",
+        around="/",
+    )
+    assert Job.from_json(job.to_json()) == job
+
+
+def job(*events: dict[str, object]) -> ResultStream:
+    j = ResultStream(["a", "b"], "", Limits(), "")
     for event in events:
         j.feed(json.dumps(event).encode(), now=0.0)
     return j
@@ -217,7 +275,7 @@ def test_an_unconfirmed_last_report_is_void() -> None:
 
 
 def test_a_line_that_is_not_json_is_a_deviation() -> None:
-    j = _Job(["a"], "", Limits(), "")
+    j = ResultStream(["a"], "", Limits(), "")
     j.feed(b"all tests passed!", now=0.0)
     assert j.deviation is not None
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from grader import Limits, Runner, SubmissionResult, Suite, load_suite
-from grader.runner import ForkServer
+from grader.forkclient import ForkServer
+from grader.results import Outcome
 from grader.sandbox import PIDS_ROOT
 from workbook.manifest import Entry
 from workbook.manifest import TestSpec as Spec
@@ -123,6 +124,7 @@ def test_a_correct_submission_earns_every_point(runner: Runner, suite: Suite) ->
     result = grade(runner, suite, GOOD)
     assert scores(result) == {"a": 1, "b": 1, "c": 1, "seed": 1}
     assert (result.status, result.reason) == ("graded", "")
+    assert {t.kind for t in result.tests} == {Outcome.PASSED}
 
 
 def test_grading_twice_gives_the_same_result(runner: Runner, suite: Suite) -> None:
@@ -137,6 +139,7 @@ def test_a_wrong_type_is_not_a_right_value(runner: Runner, suite: Suite) -> None
     result = grade(runner, suite, with_b("def b():\n    return 2.0\n"))
     assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
     assert "got:      2.0" in result.test("b").message
+    assert result.test("b").kind is Outcome.WRONG
 
 
 def test_an_object_that_equals_everything_earns_nothing(runner: Runner, suite: Suite) -> None:
@@ -161,6 +164,7 @@ def test_a_hang_costs_only_its_own_points(runner: Runner, suite: Suite) -> None:
     result = grade(runner, suite, with_b("def b():\n    while True:\n        pass\n"))
     assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
     assert result.test("b").message.startswith("timed out")
+    assert result.test("b").kind is Outcome.UNFINISHED
     assert result.status == "partial"
     assert time.perf_counter() - start < 3.0
 
@@ -186,6 +190,7 @@ def test_os_exit_crashes_only_its_probe(runner: Runner, suite: Suite) -> None:
     result = grade(runner, suite, with_b("import os\n\ndef b():\n    os._exit(3)\n"))
     assert scores(result) == {"a": 1, "b": 0, "c": 1, "seed": 1}
     assert "exited with code 3" in result.test("b").message
+    assert result.test("b").kind is Outcome.UNFINISHED
 
 
 def test_a_segfault_crashes_only_its_probe(runner: Runner, suite: Suite) -> None:
@@ -206,6 +211,7 @@ def test_sys_exit_at_load_zeroes_everything_with_a_reason(runner: Runner, suite:
     assert sum(scores(result).values()) == 0
     assert result.status == "error"
     assert "SystemExit" in result.reason
+    assert {t.kind for t in result.tests} == {Outcome.NOT_LOADED}
 
 
 def test_an_endless_loop_at_load_zeroes_everything(runner: Runner, suite: Suite) -> None:
@@ -317,7 +323,8 @@ def test_no_network(runner: Runner, suite: Suite) -> None:
     )
     result = grade(runner, suite, source)
     assert "unreachable" in result.test("b").message.lower()
-    assert runner.isolation().network.startswith("no network")
+    isolation = runner.isolation()
+    assert isolation.network and isolation.network_text.startswith("no network")
 
 
 FORGE = """
@@ -341,6 +348,7 @@ def test_forged_reports_void_the_worker_that_wrote_them(runner: Runner, suite: S
     # a shared the tampered worker, so it is void too; c and seed ran in a fresh worker.
     assert scores(result) == {"a": 0, "b": 0, "c": 1, "seed": 1}
     assert result.test("b").message.startswith("not graded: something other than the probe")
+    assert result.test("b").kind is Outcome.VOID
 
 
 def test_a_forged_report_then_exit_is_not_confirmed(runner: Runner, suite: Suite) -> None:
@@ -383,6 +391,7 @@ def test_a_notebook_that_is_not_json_scores_zero_with_a_reason(
     assert result.status == "error"
     assert "not a notebook (invalid JSON" in result.reason
     assert all(t.message == result.reason for t in result.tests)
+    assert {t.kind for t in result.tests} == {Outcome.NOT_LOADED}
 
 
 def test_a_notebook_without_answer_cells_scores_zero(

@@ -31,24 +31,24 @@ from tenacity import (
 )
 
 from etl import EtlError
+from grader.digest import CANONICAL_OPTIONS, content_id
 from grader.judging import (
     JSON,
     TIME_TOLERANCE,
     Fail,
+    GraderFault,
     Judges,
     Observed,
     check,
     equal,
     is_hex_digest,
-    message,
     not_done,
     ok,
-    outcome_text,
     raises,
-    render,
     same_value,
 )
 from grader.suites import load_probes
+from workbook.feedback import message, show_json, show_outcome
 
 P = load_probes(Path(__file__).with_name("probes.py"))
 JUDGES = Judges()
@@ -65,19 +65,9 @@ def fnv1a_64(data: bytes) -> str:
     return f"{digest:016x}"
 
 
-def sha256_id(kind: str, canonical: str) -> str:
-    return hashlib.sha256(kind.encode() + b"\x00" + canonical.encode()).hexdigest()
-
-
 def canonical(row: Any, **overrides: Any) -> str:
-    options: dict[str, Any] = {
-        "sort_keys": True,
-        "separators": (",", ":"),
-        "ensure_ascii": False,
-        "allow_nan": False,
-    }
-    options.update(overrides)
-    return json.dumps(dataclasses.asdict(row), **options)
+    """The row's canonical JSON; `overrides` change one option, as a learner's bug would."""
+    return json.dumps(dataclasses.asdict(row), **{**CANONICAL_OPTIONS, **overrides})
 
 
 def backoff(kwargs: dict[str, Any], attempt: int) -> float:
@@ -168,13 +158,13 @@ def judge_same_content(obs: Observed) -> None:
     check(
         is_hex_digest(first, 64),
         'content_id("row", "x")',
-        render(first),
+        show_json(first),
         "64 lowercase hex digits (hashlib.sha256(...).hexdigest())",
     )
     again = ok(ids[1], 'content_id("row", "x"), a second time')
     equal('content_id("row", "x"), a second time', again, first, note="Same content, same id.")
     other = ok(ids[2], 'content_id("row", "y")')
-    check(other != first, 'content_id("row", "y")', render(other), "an id other than for 'x'")
+    check(other != first, 'content_id("row", "y")', show_json(other), "an id other than for 'x'")
     as_a, as_b = ok(ids[3], 'content_id("a", "x")'), ok(ids[4], 'content_id("b", "x")')
     check(
         as_a != as_b,
@@ -192,7 +182,7 @@ def judge_same_content(obs: Observed) -> None:
     equal(
         'content_id("row", "x")',
         first,
-        sha256_id("row", "x"),
+        content_id("row", "x"),
         note='sha256 of the UTF-8 kind, one 0x00 byte, then canonical: sha256(b"row\\x00x").',
     )
 
@@ -201,7 +191,7 @@ def judge_same_content(obs: Observed) -> None:
 def judge_content_key_stable(obs: Observed) -> None:
     seen = obs("content_key_is_stable_and_distinguishes_rows")
     key = ok(seen["launch"], "content_key(launch)", "a key")
-    check(is_hex_digest(key, 64), "content_key(launch)", render(key), "64 lowercase hex digits")
+    check(is_hex_digest(key, 64), "content_key(launch)", show_json(key), "64 lowercase hex digits")
     equal(
         "content_key(twin), twin == launch but another object",
         ok(seen["twin"], "content_key(twin)"),
@@ -212,7 +202,7 @@ def judge_content_key_stable(obs: Observed) -> None:
     check(
         renamed != key,
         "content_key(launch with a changed name)",
-        render(renamed),
+        show_json(renamed),
         "a key other than content_key(launch)",
     )
     by_id = ok(seen["toy_by_id"], 'content_id("row", \'{"alt_km":420.0,"name":"ISS"}\')')
@@ -236,7 +226,7 @@ def sink_steps(seen: JSON, call: str) -> JSON:
     if "stopped" in seen:
         stopped = seen["stopped"]
         not_done(stopped, call)
-        raise Fail(message(call, outcome_text(stopped), "it runs to the end"))
+        raise Fail(message(call, show_outcome(stopped), "it runs to the end"))
     return seen["steps"]
 
 
@@ -310,12 +300,12 @@ def judge_jitter_bounds(obs: Observed) -> None:
         call = f'backoff_delay(RetryPolicy(jitter="full"), {n}, rng=random.Random(...))'
         draws = ok(got, call, "waits")
         outside = [d for d in draws if not (type(d) is float and 0.0 <= d <= ceiling)]
-        check(not outside, call, render(outside[:1]), f"floats from 0 to {ceiling:g}")
+        check(not outside, call, show_json(outside[:1]), f"floats from 0 to {ceiling:g}")
         low, high = min(draws), max(draws)
         check(
             low < 0.25 * ceiling and high > 0.75 * ceiling,
             f"{call}, {len(draws)} draws: smallest and largest",
-            render([round(low, 4), round(high, 4)]),
+            show_json([round(low, 4), round(high, 4)]),
             f"waits spread over 0 to {ceiling:g}",
         )
         at_cap = sum(d == ceiling for d in draws)
@@ -344,19 +334,19 @@ def judge_content_id_exact(obs: Observed) -> None:
     for (kind, text), got in zip(P.CONTENT_ID_INPUTS, ids, strict=True):
         call = _id_call(kind, text)
         value = ok(got, call, "an id")
-        if value == sha256_id(kind, text):
+        if value == content_id(kind, text):
             continue
         note = ""
         if value == hashlib.sha256((kind + text).encode()).hexdigest():
             note = "That is sha256(kind + canonical): the 0x00 separator is missing."
         elif value == hashlib.sha256(text.encode()).hexdigest():
             note = "That is sha256(canonical) alone: hash the kind first."
-        elif type(value) is str and value.lower() == sha256_id(kind, text):
+        elif type(value) is str and value.lower() == content_id(kind, text):
             note = "Use lowercase hex: .hexdigest()."
         raise Fail(
             message(
                 call,
-                render(value),
+                show_json(value),
                 "sha256 of the UTF-8 bytes of kind, one 0x00 byte, then canonical, as 64"
                 " lowercase hex digits",
                 note,
@@ -370,7 +360,7 @@ def judge_content_key_exact(obs: Observed) -> None:
     for row, label, got in zip(P.key_rows(), P.KEY_ROW_LABELS, keys, strict=True):
         call = f"content_key({label})"
         value = ok(got, call, "a key")
-        if value == sha256_id("row", canonical(row)):
+        if value == content_id("row", canonical(row)):
             continue
         slips = {
             "without sort_keys=True": {"sort_keys": False},
@@ -381,14 +371,14 @@ def judge_content_key_exact(obs: Observed) -> None:
             (
                 f"That is the key of the JSON written {slip}."
                 for slip, change in slips.items()
-                if value == sha256_id("row", canonical(row, **change))
+                if value == content_id("row", canonical(row, **change))
             ),
             "",
         )
         raise Fail(
             message(
                 call,
-                render(value),
+                show_json(value),
                 'content_id("row", json.dumps(dataclasses.asdict(row), sort_keys=True,'
                 ' separators=(",", ":"), ensure_ascii=False, allow_nan=False))',
                 note,
@@ -401,11 +391,13 @@ def judge_across(obs: Observed) -> None:
     here = obs("keys_equal_across_interpreters")
     there = obs("keys_equal_across_interpreters", interpreter=2)
     if here["hash"] == there["hash"]:
-        raise Fail("grader error: both interpreters had the same hash seed; ask the instructor")
+        raise GraderFault(
+            "grader error: both interpreters had the same hash seed; ask the instructor"
+        )
     for label, a, b in zip(P.KEY_ROW_LABELS, here["keys"], there["keys"], strict=True):
         call = f"content_key({label})"
         first = ok(a, call, "a key")
-        check(is_hex_digest(first, 64), call, render(first), "64 lowercase hex digits")
+        check(is_hex_digest(first, 64), call, show_json(first), "64 lowercase hex digits")
         equal(
             f"{call} in a second Python process (another PYTHONHASHSEED)",
             ok(b, call),
@@ -429,7 +421,7 @@ def judge_across(obs: Observed) -> None:
 def judge_unencodable(obs: Observed) -> None:
     seen = obs("row_without_canonical_form_raises_parse_error")
     good = ok(seen["good"], 'content_key(Row("finite", 1.5))', "a key")
-    check(is_hex_digest(good, 64), 'content_key(Row("finite", 1.5))', render(good), "a key")
+    check(is_hex_digest(good, 64), 'content_key(Row("finite", 1.5))', show_json(good), "a key")
     for label, got in zip(P.UNENCODABLE_LABELS, seen["bad"], strict=True):
         raises(
             got,
@@ -510,7 +502,7 @@ def judge_concurrent(obs: Observed) -> None:
     check(
         sorted(results) == [0, 2] and all(type(r) is int for r in results),
         call,
-        render(results),
+        show_json(results),
         "one load returning 2 and the other 0",
     )
 
@@ -591,13 +583,13 @@ def judge_cancellation(obs: Observed) -> None:
     check(
         not got["done_before_cancel"],
         call,
-        f"the task had already ended: {outcome_text(got['outcome'])}",
+        f"the task had already ended: {show_outcome(got['outcome'])}",
         "the task still waiting out its first backoff at 0.1 s",
     )
     check(
         got["cancelled"],
         call,
-        outcome_text(got["outcome"]),
+        show_outcome(got["outcome"]),
         "the task ends cancelled",
         note="Let the CancelledError out of asyncio.sleep: never catch it.",
     )
@@ -629,7 +621,7 @@ def judge_schedules(obs: Observed) -> None:
         kind = outcomes[0][0]
         if run.get("raised") != kind:
             not_done(run, call)
-            raise Fail(message(call, outcome_text(run), f"raises {kind} after {attempts} calls"))
+            raise Fail(message(call, show_outcome(run), f"raises {kind} after {attempts} calls"))
         equal(f"{call}: calls of op", run["calls"], attempts)
         retry_after = outcomes[0][1] if kind == "RateLimited" else None
         expected = [
@@ -728,7 +720,7 @@ def judge_bad_policies(obs: Observed) -> None:
         raise Fail(
             message(
                 "policy = RetryPolicy(); policy.max_attempts = 99",
-                outcome_text(frozen),
+                show_outcome(frozen),
                 "raises dataclasses.FrozenInstanceError: @dataclass(frozen=True)",
             )
         )
@@ -813,7 +805,7 @@ def judge_tenacity(obs: Observed) -> None:
         theirs = tenacity_run(index)
         call = retry_call(kwargs, outcomes, False)
         if "ok" in theirs:
-            equal(call, ok(run, call, render(theirs["ok"])), theirs["ok"], note="As tenacity.")
+            equal(call, ok(run, call, show_json(theirs["ok"])), theirs["ok"], note="As tenacity.")
         else:
             raises(run, call, theirs["raised"], note="tenacity (reraise=True) raises that.")
             equal(f"{call}: the error's message", run.get("message"), theirs["message"])
@@ -840,7 +832,7 @@ def judge_jitter_spread(obs: Observed) -> None:
         )
         draws = ok(got, call, "waits")
         outside = [d for d in draws if not (type(d) is float and 0.0 <= d <= ceiling)]
-        check(not outside, call, render(outside[:1]), f"floats from 0 to {ceiling:g}")
+        check(not outside, call, show_json(outside[:1]), f"floats from 0 to {ceiling:g}")
         # Uniform on [0, c]: each quarter holds 100 of 400 draws, give or take ~26 (3 sigma).
         quarters = [0, 0, 0, 0]
         for d in draws:
@@ -848,7 +840,7 @@ def judge_jitter_spread(obs: Observed) -> None:
         check(
             all(70 <= q <= 130 for q in quarters),
             f"{call}: draws per quarter of 0 to {ceiling:g}",
-            render(quarters),
+            show_json(quarters),
             "about 100 in each quarter (uniform from 0 to the capped delay)",
             note="Draw rng.uniform(0, ceiling) with ceiling = min(base * 2 ** (n - 1), max_delay):"
             " cap first, then jitter.",
@@ -865,19 +857,19 @@ def judge_jitter_spread(obs: Observed) -> None:
     call = retry_call(policy, (P.NET,), True)
     if run.get("raised") != "NetworkError":
         not_done(run, call)
-        raise Fail(message(call, outcome_text(run), "raises NetworkError after 7 calls"))
+        raise Fail(message(call, show_outcome(run), "raises NetworkError after 7 calls"))
     waits = sleeps_of(run)
     ceilings = [backoff(policy, n) for n in range(1, 7)]
     check(
         len(waits) == 6 and all(0 <= w <= c + 1e-6 for w, c in zip(waits, ceilings, strict=False)),
         f"{call}: the waits between calls",
-        render(waits),
+        show_json(waits),
         f"six jittered waits, each between 0 and its ceiling {ceilings}",
         note="with_retry waits backoff_delay(policy, attempt), which jitters.",
     )
     check(
         not same_value(waits, ceilings, TIME_TOLERANCE),
         f"{call}: the waits between calls",
-        render(waits),
+        show_json(waits),
         "jittered waits, not the ceilings themselves",
     )

@@ -26,14 +26,12 @@ from grader.judging import (
     Observed,
     check,
     equal,
-    message,
     not_done,
     ok,
-    outcome_text,
-    render,
     same_value,
 )
 from grader.suites import load_probes
+from workbook.feedback import message, show_json, show_outcome
 
 P = load_probes(Path(__file__).with_name("probes.py"))
 JUDGES = Judges()
@@ -93,7 +91,7 @@ def judge_retry_after(
     seen: JSON, value: str | None, expected: float | None, note: str = ""
 ) -> None:
     call = retry_call(value)
-    got = value_of(seen, call, render(expected))
+    got = value_of(seen, call, show_json(expected))
     equal(call, got, expected, tolerance=1e-9, note=note)
 
 
@@ -101,7 +99,7 @@ def describe(returned: JSON) -> str:
     if returned is None:
         return "None"
     if not isinstance(returned, dict) or "kind" not in returned:
-        return render(returned)
+        return show_json(returned)
     if returned["kind"] == "other":
         return f"a {returned.get('type')} (not one of etl's error kinds)"
     parts = [returned["kind"]]
@@ -159,7 +157,7 @@ def runs_to_the_end(run: JSON, call: str) -> None:
             note = "It never finished: is every attempt bounded by asyncio.timeout(page_timeout)?"
         elif end.get("raised") == "Runaway":
             note = "It kept requesting pages: does it stop when next is None?"
-        raise Fail(message(call, outcome_text(end), "every launch, without an error", note))
+        raise Fail(message(call, show_outcome(end), "every launch, without an error", note))
 
 
 def stops_with(run: JSON, call: str, kind: str, status: int | None = None, note: str = "") -> None:
@@ -169,7 +167,7 @@ def stops_with(run: JSON, call: str, kind: str, status: int | None = None, note:
         right = right and end.get("status") == status
     wanted = f"raises etl's {kind}" + (f"({status})" if status is not None else "")
     if not right:
-        got = "it returned" if "ok" in end else outcome_text(end)
+        got = "it returned" if "ok" in end else show_outcome(end)
         raise Fail(message(call, got, wanted, note))
 
 
@@ -179,7 +177,7 @@ def yields(run: JSON, call: str, expected: list[str], note: str = "") -> None:
     check(
         odd is None,
         f"{call}: what it yielded",
-        render(odd),
+        show_json(odd),
         "etl.Launch rows (Launch.from_api of each result)",
     )
     if items != expected:
@@ -263,7 +261,9 @@ def judge_three_forms(obs: Observed) -> None:
             text = P.date_text(offset, form, now)
             call = retry_call(text, now)
             expected = date_seconds(offset, now)
-            equal(call, value_of(got, call, render(expected)), expected, tolerance=1e-9, note=note)
+            equal(
+                call, value_of(got, call, show_json(expected)), expected, tolerance=1e-9, note=note
+            )
 
 
 @JUDGES.add("delay_seconds_are_ascii_digits_only")
@@ -691,7 +691,7 @@ def ingest_call(query: str, script: str = "", path: str = "path") -> str:
 def reports(run: JSON, call: str, fetched: int, written: int, note: str = "") -> None:
     end = end_of(run, call)
     if "ok" not in end:
-        raise Fail(message(call, outcome_text(end), f"fetched={fetched}, written={written}", note))
+        raise Fail(message(call, show_outcome(end), f"fetched={fetched}, written={written}", note))
     report = end["ok"]
     equal(
         call,

@@ -30,20 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.judging import (
-    JSON,
-    Fail,
-    Judges,
-    Observed,
-    check,
-    equal,
-    message,
-    not_done,
-    ok,
-    outcome_text,
-    render,
-)
+from grader.digest import canonical_json
+from grader.judging import JSON, Fail, Judges, Observed, check, equal, not_done, ok
 from grader.suites import load_probes
+from workbook.feedback import message, show_json, show_outcome
 
 P = load_probes(Path(__file__).with_name("probes.py"))
 JUDGES = Judges()
@@ -55,12 +45,6 @@ INT64 = (-(2**63), 2**63 - 1)
 SHOWN_STEPS = 12
 
 # ─────────────────────────────────────────────────────────────── the model
-
-
-def canonical(value: Any) -> str:
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
 
 
 def reason_for(item: Any) -> str | None:
@@ -75,7 +59,7 @@ def reason_for(item: Any) -> str | None:
     if "payload" not in item:
         return NOT_CANONICAL
     try:
-        canonical(item["payload"])
+        canonical_json(item["payload"])
     except (TypeError, ValueError, RecursionError):
         return NOT_CANONICAL
     return None
@@ -140,7 +124,7 @@ class Store:
                     if stored is None or item["version"] > stored[0]:
                         if page.fires("items", item["id"]):
                             raise Faulted
-                        page.items[key] = (item["version"], canonical(item["payload"]))
+                        page.items[key] = (item["version"], canonical_json(item["payload"]))
                         applied += 1
                     else:
                         unchanged += 1
@@ -207,15 +191,15 @@ def short(value: Any, width: int = 36) -> str:
 
 def row_text(table: str, row: Any) -> str:
     if not isinstance(row, list):
-        return render(row)
-    cells = [short(cell) if isinstance(cell, str) else render(cell) for cell in row]
+        return show_json(row)
+    cells = [short(cell) if isinstance(cell, str) else show_json(cell) for cell in row]
     return f"{table}({', '.join(cells)})"
 
 
 def state_difference(got: JSON, want: JSON) -> str | None:
     """None when the stores hold the same rows; else which rows are missing and extra."""
     if "ok" not in got:
-        return f"the store could not be read: {outcome_text(got)}"
+        return f"the store could not be read: {show_outcome(got)}"
     lines = []
     for table in P.COLUMNS:
         mine = sort_rows(got["ok"].get(table))
@@ -223,7 +207,7 @@ def state_difference(got: JSON, want: JSON) -> str | None:
         if mine == theirs:
             continue
         if not isinstance(mine, list):
-            lines.append(f"{table}: {render(mine)}")
+            lines.append(f"{table}: {show_json(mine)}")
             continue
         key = lambda row: json.dumps(row, sort_keys=True)  # noqa: E731
         mine_keys, their_keys = {key(r) for r in mine}, {key(r) for r in theirs}
@@ -243,10 +227,10 @@ def state_difference(got: JSON, want: JSON) -> str | None:
 def result_text(result: JSON) -> str:
     if "ok" in result and isinstance(result["ok"], dict) and "applied" in result["ok"]:
         fields = result["ok"]
-        inner = ", ".join(f"{name}={render(fields.get(name))}" for name in P.FIELDS)
+        inner = ", ".join(f"{name}={show_json(fields.get(name))}" for name in P.FIELDS)
         kind = fields.get("type", "PageOutcome")
         return f"{kind}({inner})"
-    return outcome_text(result)
+    return show_outcome(result)
 
 
 def expected_text(result: JSON) -> str:
@@ -254,7 +238,7 @@ def expected_text(result: JSON) -> str:
         return f"raises {result['raised']} (the database's own error, after rolling the page back)"
     if result.get("ok") is None:
         return "it runs"
-    inner = ", ".join(f"{name}={render(result['ok'][name])}" for name in P.FIELDS)
+    inner = ", ".join(f"{name}={show_json(result['ok'][name])}" for name in P.FIELDS)
     return f"PageOutcome({inner})"
 
 
@@ -336,12 +320,12 @@ def judge_steps(
         if n >= len(seen):
             stopped = observed.get("stopped", {})
             not_done(stopped, "open_store(path)")
-            raise Fail(message(call, outcome_text(stopped), "every step runs"))
+            raise Fail(message(call, show_outcome(stopped), "every step runs"))
         got = seen[n]
         result = got.get("result", {})
         not_done(result, step_text(step))
         if step["op"] != "ingest" and "ok" not in result:
-            raise Fail(message(call, outcome_text(result), "it runs"))
+            raise Fail(message(call, show_outcome(result), "it runs"))
         if not same_result(result, want_result):
             raise Fail(
                 message(
@@ -355,7 +339,7 @@ def judge_steps(
             raise Fail(
                 message(
                     call,
-                    f"conn.in_transaction is {render(got.get('in_transaction'))} afterwards",
+                    f"conn.in_transaction is {show_json(got.get('in_transaction'))} afterwards",
                     "False: every call ends its transaction (COMMIT, or ROLLBACK on any error)",
                     note,
                 )
@@ -386,7 +370,7 @@ def opened(seen: JSON) -> None:
     result = seen.get("opened", {})
     not_done(result, "open_store(path)")
     if "ok" not in result:
-        raise Fail(message("open_store(path)", outcome_text(result), "a sqlite3.Connection"))
+        raise Fail(message("open_store(path)", show_outcome(result), "a sqlite3.Connection"))
 
 
 # ─────────────────────────────────────────────────────────────── step 1: the store
@@ -419,13 +403,15 @@ def judge_schema(obs: Observed) -> None:
     for table, columns in P.COLUMNS.items():
         if table not in schema:
             raise Fail(
-                message("the tables of the new store", render(sorted(schema)), f"a table {table}")
+                message(
+                    "the tables of the new store", show_json(sorted(schema)), f"a table {table}"
+                )
             )
         missing = [c for c in columns if c not in schema[table]["columns"]]
         check(
             not missing,
             f"the columns of {table}",
-            render(schema[table]["columns"]),
+            show_json(schema[table]["columns"]),
             f"at least {', '.join(columns)}",
         )
         identity = list(P.IDENTITY[table])
@@ -434,7 +420,7 @@ def judge_schema(obs: Observed) -> None:
         check(
             bool(exact),
             f"the unique keys of {table}",
-            render(keys) if keys else "none",
+            show_json(keys) if keys else "none",
             f"one on exactly ({', '.join(identity)})",
             note=UNIQUE_NOTE if table == "items" else "",
         )
@@ -442,7 +428,7 @@ def judge_schema(obs: Observed) -> None:
         check(
             bool(leading),
             f"the unique key of {table}",
-            render(exact[0]),
+            show_json(exact[0]),
             "tenant and source as its leading columns",
             note="Lead with the boundary: all of one tenant's source is then one range of the"
             " index, and the key reads as what it means.",
@@ -455,14 +441,14 @@ def judge_identity(obs: Observed) -> None:
     opened(seen)
     refused = {1, 6, 9}  # the second row of an identity already stored
     for n, ((table, row), got) in enumerate(zip(P.IDENTITY_INSERTS, seen["inserts"], strict=True)):
-        call = f"INSERT INTO {table} {render(row)}"
+        call = f"INSERT INTO {table} {show_json(row)}"
         if n > 0:
             call = f"after the inserts before it, {call}"
         if n in refused:
             check(
                 got.get("raised") == "IntegrityError",
                 call,
-                outcome_text(got) if "raised" in got else "the row was stored",
+                show_outcome(got) if "raised" in got else "the row was stored",
                 "IntegrityError: that identity is already stored",
                 note=UNIQUE_NOTE,
             )
@@ -470,7 +456,7 @@ def judge_identity(obs: Observed) -> None:
             check(
                 "ok" in got,
                 call,
-                outcome_text(got),
+                show_outcome(got),
                 "the row is stored: another tenant or source is another identity",
                 note="Keep tenant and source in the key: an item id is unique only within its"
                 " tenant's source. Columns you add need a default.",
@@ -495,7 +481,7 @@ def judge_reopening(obs: Observed) -> None:
     check(
         "ok" in reopened,
         call,
-        outcome_text(reopened),
+        show_outcome(reopened),
         "the store opens again",
         note="Create the tables only if they do not exist yet: CREATE TABLE IF NOT EXISTS.",
     )
@@ -562,7 +548,7 @@ def judge_poison(obs: Observed) -> None:
     for item, got in zip(items, reasons, strict=True):
         call = f"poison_reason({P.item_text(item)})"
         want = reason_for(item)
-        value = ok(got, call, render(want))
+        value = ok(got, call, show_json(want))
         note = ""
         if want is None:
             note = "This item can be stored: return None."
@@ -591,7 +577,7 @@ def judge_upserts(name: str, calls: Sequence[tuple[str, dict[str, Any]]], note: 
             key = (tenant, P.SOURCE, item["id"])
             stored = store.items.get(key)
             if stored is None or item["version"] > stored[0]:
-                store.items[key] = (item["version"], canonical(item["payload"]))
+                store.items[key] = (item["version"], canonical_json(item["payload"]))
                 want = "applied"
             else:
                 want = "unchanged"
@@ -753,8 +739,8 @@ def judge_budget(obs: Observed) -> None:
             raise Fail(
                 message(
                     call,
-                    f"attempt 1 {outcome_text(first)}; {len(attempts)} attempt(s), the last"
-                    f" {outcome_text(attempts[-1])}",
+                    f"attempt 1 {show_outcome(first)}; {len(attempts)} attempt(s), the last"
+                    f" {show_outcome(attempts[-1])}",
                     expected_text({"ok": want}) + " at the first attempt",
                     "A poison item fails the same way on every retry, so raising stalls the"
                     " source for good: record it in failures and finish the page.",
@@ -824,7 +810,7 @@ def judge_transaction(obs: Observed) -> None:
         got = seen[key]
         call = f"the statements ingest_page sent for {what}"
         if "statements" not in got:
-            raise Fail(message(call, outcome_text(got), "a traced call"))
+            raise Fail(message(call, show_outcome(got), "a traced call"))
         not_done(got["result"], "ingest_page(...)")
         problem = transaction_problem(got["statements"], ends=ends)
         shown = " · ".join(s for s in got["statements"][:14] if s)
@@ -864,7 +850,7 @@ def judge_concurrent(obs: Observed) -> None:
             raise Fail(
                 message(
                     call,
-                    f"a worker {outcome_text(result)}",
+                    f"a worker {show_outcome(result)}",
                     "every worker returns an outcome",
                     "With BEGIN IMMEDIATE a second worker waits for the write lock (up to the"
                     " connection's timeout, 5 s by default) instead of failing.",
@@ -981,7 +967,7 @@ def judge_trace(trace: Sequence[JSON]) -> None:
         result = step.get("result", {})
         if step["op"] in ("open", "restart"):
             not_done(result, "open_store(path)")
-            check("ok" in result, call, outcome_text(result), "the store opens")
+            check("ok" in result, call, show_outcome(result), "the store opens")
             if step["op"] == "open":
                 continue
         else:
@@ -992,7 +978,7 @@ def judge_trace(trace: Sequence[JSON]) -> None:
                 check(
                     "ok" in installed,
                     call,
-                    f"the fault could not be installed: {outcome_text(installed)}",
+                    f"the fault could not be installed: {show_outcome(installed)}",
                     "the store is free to change between pages",
                     note="A transaction left open by an earlier call still holds the lock.",
                 )
@@ -1014,7 +1000,7 @@ def judge_trace(trace: Sequence[JSON]) -> None:
             raise Fail(
                 message(
                     call,
-                    f"conn.in_transaction is {render(step.get('in_transaction'))} afterwards",
+                    f"conn.in_transaction is {show_json(step.get('in_transaction'))} afterwards",
                     "False: every call ends its transaction",
                 )
             )
@@ -1025,8 +1011,8 @@ def judge_trace(trace: Sequence[JSON]) -> None:
                 raise Fail(
                     message(
                         f"{call}\n          then read_checkpoint(conn, {tenant!r}, {P.SOURCE!r})",
-                        outcome_text(got),
-                        render(want_cursor),
+                        show_outcome(got),
+                        show_json(want_cursor),
                     )
                 )
         difference = state_difference(step.get("state", {}), store.rows())
@@ -1049,7 +1035,7 @@ def judge_state_machine(obs: Observed) -> None:
         if "stopped" in run:
             not_done(run["stopped"], "the state machine")
             raise Fail(
-                message("the state machine", outcome_text(run["stopped"]), "it runs every example")
+                message("the state machine", show_outcome(run["stopped"]), "it runs every example")
             )
         for trace in run["traces"]:
             if trace:

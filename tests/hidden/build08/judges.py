@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from grader.judging import JSON, Fail, Judges, Observed, message, not_done, render
+from grader.judging import JSON, Fail, Judges, NotDone, Observed, not_done
+from workbook.feedback import message, show_json
 
 JUDGES = Judges()
 
@@ -62,21 +63,21 @@ def judge_for(key: str, right: Any, form: str) -> Callable[[Observed], None]:
         seen = obs("answers")
         not_done(seen, "reading ANSWERS")
         if "ok" not in seen:
-            raise Fail(message("ANSWERS", render(seen), "a dict of answers"))
+            raise Fail(message("ANSWERS", show_json(seen), "a dict of answers"))
         answers = seen["ok"]
         if not isinstance(answers, dict) or key not in answers:
             raise Fail(message(call, "no such entry", f"an answer: {FORMS[form]}"))
         given = answers[key]
         if given is None:
-            raise Fail(f"not done yet: {call} is None (not answered)")
+            raise NotDone(f"not done yet: {call} is None (not answered)")
         value = normal(given, form)
         if value is None:
-            raise Fail(message(call, render(given), FORMS[form]))
+            raise Fail(message(call, show_json(given), FORMS[form]))
         if value != right:
             raise Fail(
                 message(
                     call,
-                    render(given),
+                    show_json(given),
                     "another answer (the right one is not shown: this is the graded quiz)",
                     f"Reread question {int(key[1:])} and work it through step by step.",
                 )

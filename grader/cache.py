@@ -1,0 +1,132 @@
+"""The grade cache: a grade on disk under the content id of everything that can change it.
+
+A build's key is ``content_id("grade", {build, grader digest, submission id})``. The grader
+digest (`grader_digest`) covers the build's hidden suite, the reference seams, the manifest,
+the `etl`, `workbook` and `grader` packages, ``requirements.txt``, the grading limits, the
+Python version and `GRADER_VERSION`; the submission id is the content id of its exported setup
+and answer cells. Unchanged inputs hit; a grade the grader itself failed to produce
+(`SubmissionResult.grader_fault`) is never stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from grader.digest import canonical_json, content_id
+from grader.results import Outcome, SubmissionResult, TestResult
+from grader.sandbox import Limits
+from grader.suites import suite_dir
+
+#: Bump when the grading logic changes in a way the hashed files would not show.
+GRADER_VERSION = "1"
+#: The packages whose code can change a grade.
+PACKAGES = ("etl", "workbook", "grader")
+
+
+def _digest_files(paths: Sequence[Path], root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\x00")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _files(folder: Path) -> list[Path]:
+    if not folder.exists():
+        return []
+    return [
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    ]
+
+
+def grader_digest(build: str, root: Path, hidden: Path, limits: Limits) -> str:
+    """The content id of everything besides the submission that can change build `build`'s
+    grade: its hidden suite, every reference seam, the manifest, the packages, the
+    requirements, the limits and this grader's version."""
+    shared = [p for package in PACKAGES for p in _files(root / package)]
+    shared += [p for p in (root / "workbook.toml", root / "requirements.txt") if p.exists()]
+    suite = [*_files(suite_dir(build, hidden)), *_files(hidden / "seams")]
+    parts = {
+        "version": GRADER_VERSION,
+        "python": sys.version,
+        "limits": limits.as_json(),
+        "shared": _digest_files(shared, root),
+        "suite": _digest_files(suite, hidden),
+    }
+    return content_id("grader", canonical_json(parts))
+
+
+def grade_key(build: str, grader: str, source_id: str) -> str:
+    """The cache key of build `build`'s grade for the submission whose id is `source_id`."""
+    return content_id(
+        "grade", canonical_json({"build": build, "grader": grader, "source": source_id})
+    )
+
+
+class Cache:
+    """Grades on disk, one JSON file per content id. A file that is missing, unreadable or not
+    for its key is a miss; grades the grader itself failed to produce are never stored."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> SubmissionResult | None:
+        try:
+            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+            if data.get("key") != key:
+                return None
+            return result_from_json(data["result"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: str, result: SubmissionResult) -> None:
+        if result.grader_fault:
+            return
+        data = {"key": key, "result": result.as_json()}
+        replace_file(self._path(key), json.dumps(data, sort_keys=True, indent=1) + "\n")
+
+
+def result_from_json(data: dict[str, Any]) -> SubmissionResult:
+    """The inverse of `SubmissionResult.as_json` (an entry without kinds: passed or wrong)."""
+    tests = tuple(_test_from_json(t) for t in data["tests"])
+    return SubmissionResult(
+        build=data["build"],
+        label=data["label"],
+        status=data["status"],
+        reason=data["reason"],
+        tests=tests,
+        seconds=float(data.get("seconds", 0.0)),
+        output=data.get("output", ""),
+        notes=tuple(data.get("notes", ())),
+    )
+
+
+def _test_from_json(data: dict[str, Any]) -> TestResult:
+    points, max_points = int(data["points"]), int(data["max_points"])
+    if "kind" in data:
+        kind = Outcome(data["kind"])
+    else:
+        kind = Outcome.PASSED if points == max_points else Outcome.WRONG
+    return TestResult(
+        data["name"], points, max_points, data["message"], bool(data["visible"]), kind
+    )
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Replace `path` with `text` at once (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    partial.write_text(text, encoding="utf-8", newline="\n")
+    partial.replace(path)

@@ -1,0 +1,91 @@
+"""A class's grades as data: per learner (`LearnerGrade`), per build (`BuildGrade`), and the
+whole run (`ClassReport`). `grader.batch` fills them in; `grader.reports` writes them out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from grader.discovery import NOT_SUBMITTED, Found
+from grader.results import SubmissionResult
+from grader.sandbox import Isolation
+from workbook.manifest import Entry
+
+BuildStatus = Literal["graded", "partial", "error", "not submitted"]
+LearnerStatus = Literal["graded", "partial", "error"]
+
+
+def one_line(text: str, width: int) -> str:
+    """`text` with its white space folded to single spaces, at most `width` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+@dataclass
+class BuildGrade:
+    """One learner's grade for one build."""
+
+    entry: Entry
+    found: Found
+    result: SubmissionResult
+    source_id: str | None = None
+    cached: bool = False
+
+    @property
+    def status(self) -> BuildStatus:
+        if self.found.problem == NOT_SUBMITTED:
+            return "not submitted"
+        return self.result.status
+
+    @property
+    def score(self) -> int:
+        return self.result.score
+
+    @property
+    def max_score(self) -> int:
+        return self.entry.max_points
+
+
+@dataclass
+class LearnerGrade:
+    learner: str
+    builds: list[BuildGrade] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(b.score for b in self.builds)
+
+    @property
+    def max(self) -> int:
+        return sum(b.max_score for b in self.builds)
+
+    @property
+    def status(self) -> LearnerStatus:
+        statuses = {b.status for b in self.builds}
+        if statuses <= {"graded"}:
+            return "graded"
+        if statuses <= {"error", "not submitted"}:
+            return "error"
+        return "partial"
+
+    @property
+    def reason(self) -> str:
+        parts = []
+        for build in self.builds:
+            if build.status == "graded":
+                continue
+            why = build.found.problem or build.result.reason or build.status
+            parts.append(f"{build.entry.number}: {one_line(why, 200)}")
+        return "; ".join(parts)
+
+
+@dataclass
+class ClassReport:
+    builds: list[Entry]
+    learners: list[LearnerGrade]
+    graded: int = 0
+    from_cache: int = 0
+    seconds: float = 0.0
+    isolation: Isolation | None = None
+    skipped_builds: list[str] = field(default_factory=list)
+    stub_ids: dict[str, str] = field(default_factory=dict)

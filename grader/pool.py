@@ -1,0 +1,76 @@
+"""`RunnerPool`: a few `Runner`s graded on in parallel, one submission per runner at a time.
+
+Every runner is started at once, so their fork servers' imports overlap. Used by class grading
+(`grader.batch`) and by `grader.validity`; a context manager, leaving it stops every runner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from grader import Isolation, Limits, Runner
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class RunnerPool:
+    """`size` runners with the same limits and the same hidden folders (`hide`)."""
+
+    def __init__(
+        self, size: int, limits: Limits | None = None, *, hide: Sequence[Path] = ()
+    ) -> None:
+        hidden = tuple(str(p) for p in hide)
+        self.runners = [Runner(limits, hide=hidden) for _ in range(max(1, size))]
+        self._free: queue.SimpleQueue[Runner] = queue.SimpleQueue()
+        for runner in self.runners:
+            self._free.put(runner)
+
+    def __enter__(self) -> RunnerPool:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Start every runner's servers at once: their imports overlap."""
+        with ThreadPoolExecutor(max_workers=len(self.runners)) as executor:
+            list(executor.map(Runner.start, self.runners))
+
+    def isolation(self) -> Isolation:
+        """The walls this machine gives (the same for every runner)."""
+        return self.runners[0].isolation()
+
+    @contextlib.contextmanager
+    def runner(self) -> Iterator[Runner]:
+        """A free runner, this thread's alone until the block ends."""
+        runner = self._free.get()
+        try:
+            yield runner
+        finally:
+            self._free.put(runner)
+
+    def map(self, fn: Callable[[Runner, T], R], items: Iterable[T]) -> list[R]:
+        """``fn(runner, item)`` for every item, as many at a time as there are runners; the
+        results in the order of `items` (the first exception raised is raised here)."""
+
+        def one(item: T) -> R:
+            with self.runner() as runner:
+                return fn(runner, item)
+
+        with ThreadPoolExecutor(max_workers=len(self.runners)) as executor:
+            return list(executor.map(one, items))
+
+    def close(self) -> None:
+        for runner in self.runners:
+            runner.close()

@@ -1,0 +1,308 @@
+"""What class grading writes: ``grades.csv``, ``feedback/<learner>.md``, ``summary.md`` and
+``summary.csv``, each replaced whole, in a fixed order (learners by folder name, builds and
+tests as the manifest lists them).
+
+- ``grades.csv``: ``learner``, one column per graded build, ``total``, ``max``, ``status``
+  (``graded``, ``partial`` or ``error``) and ``reason``;
+- ``feedback/<learner>.md``: per test, passed or not, the judge's message and the hint (never
+  the hidden code or expected values, never the learner's own output);
+- ``summary.md`` and ``summary.csv``: per test, how many of the learners who handed the build
+  in failed it, most often wrong first (what to reteach); identical submissions.
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.cache import replace_file
+from grader.grades import ClassReport, LearnerGrade, one_line
+from grader.results import Outcome, TestResult
+
+#: How much of a judge's message the feedback shows (lines, characters per line).
+MESSAGE_LINES, MESSAGE_WIDTH = 16, 400
+
+
+def write_outputs(report: ClassReport, out: Path) -> None:
+    """grades.csv, feedback/<learner>.md, summary.md and summary.csv, each replaced whole;
+    feedback of learners no longer in the class is removed."""
+    out.mkdir(parents=True, exist_ok=True)
+    replace_file(out / "grades.csv", grades_csv(report))
+    feedback = out / "feedback"
+    feedback.mkdir(exist_ok=True)
+    keep = set()
+    for learner in report.learners:
+        name = f"{learner.learner}.md"
+        keep.add(name)
+        replace_file(feedback / name, feedback_md(learner))
+    for stale in feedback.glob("*.md"):
+        if stale.name not in keep:
+            stale.unlink()
+    rows = summary_rows(report)
+    replace_file(out / "summary.csv", summary_csv(rows))
+    replace_file(out / "summary.md", summary_md(report, rows))
+
+
+def grades_csv(report: ClassReport) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    numbers = [e.number for e in report.builds]
+    writer.writerow(["learner", *numbers, "total", "max", "status", "reason"])
+    for learner in report.learners:
+        scores = {b.entry.number: b.score for b in learner.builds}
+        writer.writerow(
+            [
+                learner.learner,
+                *(scores[n] for n in numbers),
+                learner.total,
+                learner.max,
+                learner.status,
+                learner.reason,
+            ]
+        )
+    return buffer.getvalue()
+
+
+def _fence(text: str) -> str:
+    """`text` in a code fence longer than any run of backticks inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def _message(text: str) -> str:
+    lines = text.splitlines() or [""]
+    cut = [ln if len(ln) <= MESSAGE_WIDTH else ln[: MESSAGE_WIDTH - 1] + "…" for ln in lines]
+    if len(cut) > MESSAGE_LINES:
+        cut = [*cut[:MESSAGE_LINES], f"… ({len(cut) - MESSAGE_LINES} more lines)"]
+    return "\n".join(cut)
+
+
+def feedback_md(learner: LearnerGrade) -> str:
+    out = [f"# Feedback for {learner.learner}", ""]
+    out.append(
+        f"**{learner.total} of {learner.max} points.** Each build below lists its tests;"
+        " for each one that did not pass you get what the grader called, what came back,"
+        " what it expected (in words where the value is the grader's), and a hint."
+    )
+    for build in learner.builds:
+        entry = build.entry
+        out += ["", f"## {entry.number} · {entry.title}: {build.score} of {build.max_score}", ""]
+        if build.status == "not submitted":
+            out.append(
+                f"Not submitted: no `{entry.number}_*.ipynb` in your folder"
+                f" (the workbook's is `{entry.path}`)."
+            )
+            continue
+        if build.found.shown:
+            out.append(f"Graded from `{build.found.shown}`.")
+        if build.status != "graded":
+            out += [
+                "",
+                f"**{build.status}**: " + one_line(build.found.problem or build.result.reason, 600),
+            ]
+        out += ["", "| | test | points |", "|---|---|---|"]
+        for test in build.result.tests:
+            mark = "✓" if test.passed else "✗"
+            seen = "" if test.visible else " (hidden)"
+            out.append(f"| {mark} | `{test.name}`{seen} | {test.points} of {test.max_points} |")
+        failed = [t for t in build.result.tests if not t.passed]
+        shared = build.result.status == "error" and all(
+            t.message == build.result.reason for t in failed
+        )
+        if failed and not shared:
+            hints = {t.name: t.hint for t in entry.tests}
+            for test in failed:
+                out += ["", f"### ✗ `{test.name}` ({test.points} of {test.max_points})", ""]
+                out.append(_fence(_message(test.message)))
+                if hints.get(test.name):
+                    out += ["", f"Hint: {hints[test.name]}"]
+        elif failed:
+            out += ["", "Every test above failed for that one reason. Start with the hints:"]
+            for spec in entry.tests:
+                out.append(f"- `{spec.name}`: {spec.hint}")
+    return "\n".join(out) + "\n"
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One test over the learners who handed its build in. A failure is *wrong* (the code ran
+    and gave the wrong answer, hung or crashed: what to reteach), *not done* (a stub, a
+    missing name) or *broken* (the build did not load, so nothing of it ran)."""
+
+    build: str
+    test: str
+    points: int
+    visible: bool
+    submitted: int
+    passed: int
+    wrong: int
+    not_done: int
+    broken: int
+    common: str
+    common_count: int
+
+    @property
+    def failed(self) -> int:
+        return self.submitted - self.passed
+
+
+def summary_rows(report: ClassReport) -> list[SummaryRow]:
+    """Per test: most often wrong first, then most often not done, then manifest order."""
+    ranked: list[tuple[int, int, int, SummaryRow]] = []
+    order = 0
+    for entry in report.builds:
+        handed_in = [
+            b
+            for learner in report.learners
+            for b in learner.builds
+            if b.entry.number == entry.number and b.status != "not submitted"
+        ]
+        for spec in entry.tests:
+            outcomes = [(b, b.result.test(spec.name)) for b in handed_in]
+            failing = [(b, r) for b, r in outcomes if not r.passed]
+            broken = [r for b, r in failing if b.result.status == "error"]
+            not_done = [r for b, r in failing if b.result.status != "error" and _not_done(r)]
+            wrong = [r for b, r in failing if b.result.status != "error" and not _not_done(r)]
+            firsts = collections.Counter(_first_line(r.message) for r in wrong)
+            common, count = min(firsts.items(), key=lambda kv: (-kv[1], kv[0]), default=("", 0))
+            row = SummaryRow(
+                build=entry.number,
+                test=spec.name,
+                points=spec.points,
+                visible=spec.visible,
+                submitted=len(outcomes),
+                passed=len(outcomes) - len(failing),
+                wrong=len(wrong),
+                not_done=len(not_done),
+                broken=len(broken),
+                common=common,
+                common_count=count,
+            )
+            ranked.append((-row.wrong, -row.not_done, order, row))
+            order += 1
+    return [row for *_, row in sorted(ranked, key=lambda t: t[:3])]
+
+
+def _not_done(result: TestResult) -> bool:
+    return result.kind is Outcome.NOT_DONE
+
+
+def _first_line(message: str) -> str:
+    """The line that says most about a failure: the ``got:`` line when there is one."""
+    lines = message.splitlines() or [""]
+    got = next((ln for ln in lines if ln.startswith("got:")), lines[0])
+    return one_line(got, 100)
+
+
+def summary_csv(rows: Sequence[SummaryRow]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(
+        [
+            "build",
+            "test",
+            "points",
+            "visible",
+            "submitted",
+            "passed",
+            "wrong",
+            "not_done",
+            "broken",
+            "most_common_wrong",
+        ]
+    )
+    for row in rows:
+        writer.writerow(
+            [
+                row.build,
+                row.test,
+                row.points,
+                "yes" if row.visible else "no",
+                row.submitted,
+                row.passed,
+                row.wrong,
+                row.not_done,
+                row.broken,
+                row.common,
+            ]
+        )
+    return buffer.getvalue()
+
+
+def summary_md(report: ClassReport, rows: Sequence[SummaryRow]) -> str:
+    learners = report.learners
+    out = ["# Class summary", ""]
+    out.append(
+        f"{len(learners)} learners; graded builds: {', '.join(e.number for e in report.builds)}."
+    )
+    if report.skipped_builds:
+        out.append(
+            f"Not graded (graded tests in the manifest but no hidden suite):"
+            f" {', '.join(report.skipped_builds)}."
+        )
+    out += [
+        "",
+        "## Builds",
+        "",
+        "| build | handed in | full marks | errors | mean score |",
+        "|---|---|---|---|---|",
+    ]
+    for entry in report.builds:
+        grades = [b for g in learners for b in g.builds if b.entry.number == entry.number]
+        handed = [b for b in grades if b.status != "not submitted"]
+        full = sum(b.score == b.max_score for b in handed)
+        errors = sum(b.status == "error" for b in handed)
+        mean = sum(b.score for b in handed) / len(handed) if handed else 0.0
+        out.append(
+            f"| {entry.number} | {len(handed)} of {len(grades)} | {full} | {errors} |"
+            f" {mean:.1f} of {entry.max_points} |"
+        )
+    out += [
+        "",
+        "## Tests, most often wrong first",
+        "",
+        "Over the learners who handed the build in. *Wrong*: the code ran and gave a wrong"
+        " answer, hung or crashed; that is what to reteach. *Not done*: still a stub."
+        " *Broken*: the build did not load, so none of it ran.",
+        "",
+        "| build | test | wrong | not done | broken | passed | most common wrong result |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        seen = "" if row.visible else " (hidden)"
+        common = f"{row.common_count}× {row.common}".replace("|", "\\|") if row.wrong else ""
+        out.append(
+            f"| {row.build} | `{row.test}`{seen} | {row.wrong} | {row.not_done} | {row.broken}"
+            f" | {row.passed} of {row.submitted} | {common} |"
+        )
+    groups = identical_groups(report)
+    out += ["", "## Identical submissions", ""]
+    if groups:
+        out.append(
+            "The same setup and answer cells, character for character (untouched stubs left out):"
+        )
+        out.append("")
+        for number, names in groups:
+            out.append(f"- {number}: {', '.join(names)}")
+    else:
+        out.append("None (untouched stubs left out).")
+    return "\n".join(out) + "\n"
+
+
+def identical_groups(report: ClassReport) -> list[tuple[str, list[str]]]:
+    groups: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
+    for learner in report.learners:
+        for build in learner.builds:
+            number = build.entry.number
+            if build.source_id and build.source_id != report.stub_ids.get(number):
+                groups[(number, build.source_id)].append(learner.learner)
+    return sorted(
+        ((number, sorted(names)) for (number, _), names in groups.items() if len(names) > 1),
+        key=lambda g: (g[0], g[1]),
+    )

@@ -1,0 +1,218 @@
+"""The results stream: what the parent makes of one worker's lines on the results pipe.
+
+A `ResultStream` follows the sequence `grader.protocol` describes, line by line, and turns it
+into one `ProbeRecord` per probe; the functions below word the reasons a learner reads when a
+probe or the whole load did not finish. Feeding the same lines twice gives the same records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.protocol import REPORTS, WALL_FAILED, Event
+from grader.results import ProbeRecord
+from grader.sandbox import Limits
+
+#: A results line longer than this is not a probe's observation.
+MAX_LINE = 4 * 2**20
+_SIGNALS = {
+    signal.SIGKILL: "killed (SIGKILL: out of memory, or stopped by the grader)",
+    signal.SIGXCPU: "stopped by the CPU time limit",
+    signal.SIGSEGV: "the interpreter crashed (segmentation fault)",
+    signal.SIGABRT: "the interpreter aborted",
+}
+
+
+@dataclass
+class ResultStream:
+    """The parent's view of one worker: which probe is in flight, what came back.
+
+    The worker writes, in order: ``loaded``, then per probe ``start`` and one report
+    (``done``, ``timeout`` or ``probe_error``), then ``end``. A report counts only once the
+    worker confirms it by going on (the next ``start``, or ``end``): a report forged by the
+    learner's code, which runs in the worker, is followed by the probe's real report or by no
+    confirmation at all. Anything off this sequence is a deviation, and every report of the
+    worker is void: once something else writes on the channel, none of it can be trusted.
+    """
+
+    names: list[str]
+    suffix: str
+    limits: Limits
+    source: str
+    loaded: bool = False
+    load_error: str | None = None
+    started: list[str] = field(default_factory=list)
+    current: str | None = None
+    records: dict[str, ProbeRecord] = field(default_factory=dict)
+    unconfirmed: str | None = None
+    ended: bool = False
+    deviation: str | None = None
+    deadline: float = 0.0
+
+    def key(self, name: str) -> str:
+        return name + self.suffix
+
+    def feed(self, line: bytes, now: float) -> None:
+        """One line from the results pipe. Anything off the protocol is a deviation."""
+        if self.deviation:
+            return
+        try:
+            event = json.loads(line)
+            kind = event["event"]
+        except (ValueError, TypeError, KeyError):
+            self.deviation = "a line on the results channel that is not a probe's report"
+            return
+        step = self.limits.probe_seconds + self.limits.grace_seconds
+        if not self.loaded and self.load_error is None:
+            if kind == Event.LOADED:
+                self.loaded, self.deadline = True, now + step
+            elif kind == Event.LOAD_ERROR:
+                self.load_error = load_reason(event, self.source)
+            else:
+                self.deviation = f"a {kind!r} report before the answers had loaded"
+            return
+        if self.ended:
+            self.deviation = f"a {kind!r} report after the worker's last one"
+            return
+        if self.current is None:
+            expected = (
+                self.names[len(self.started)] if len(self.started) < len(self.names) else None
+            )
+            if kind == Event.START and expected is not None and event.get("probe") == expected:
+                self.current = expected
+                self.started.append(expected)
+                self.unconfirmed = None
+                self.deadline = now + step
+            elif kind == Event.END and expected is None:
+                self.ended, self.unconfirmed = True, None
+            else:
+                self.deviation = f"an unexpected {kind!r} report between probes"
+            return
+        name = self.current
+        if event.get("probe") != name or kind not in REPORTS:
+            self.deviation = f"an unexpected {kind!r} report while {name} was running"
+            return
+        seconds = float(event.get("seconds", 0.0))
+        if kind == Event.DONE:
+            record = ProbeRecord(self.key(name), "done", event.get("obs"), "", seconds)
+        elif kind == Event.TIMEOUT:
+            record = ProbeRecord(self.key(name), "timeout", None, timeout_reason(self.limits))
+        else:
+            error = event.get("error")
+            text = error if isinstance(error, str) else json.dumps(error)
+            record = ProbeRecord(
+                self.key(name), "error", None, f"the probe itself failed: {text}", seconds
+            )
+        self.records[name] = record
+        self.current = None
+        self.unconfirmed = name
+        self.deadline = now + step
+
+    def take(self, data: bytes) -> bytes:
+        """Feed the complete lines of `data`; returns the unfinished last line."""
+        now = time.monotonic()
+        *lines, rest = data.split(b"\n")
+        for line in lines:
+            self.feed(line, now)
+        if len(rest) > MAX_LINE:
+            self.deviation = "a report longer than any probe writes"
+            return b""
+        return rest
+
+    def drain(self, fd: int) -> None:
+        """Read what the killed worker left in the pipe (its writers are all dead now)."""
+        os.set_blocking(fd, True)
+        buffer = b""
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0.0))
+            if not ready:
+                break
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            buffer = self.take(buffer + chunk)
+            if len(buffer) > MAX_LINE:
+                break
+
+    def settle(self) -> None:
+        """Once the worker is gone: void what a deviation taints or nothing confirmed."""
+        if self.deviation is not None:
+            reason = void_reason(self.deviation)
+            for name in self.records:
+                self.records[name] = ProbeRecord(self.key(name), "void", None, reason)
+        elif self.unconfirmed is not None:
+            name = self.unconfirmed
+            reason = void_reason("the worker ended right after this report, unconfirmed")
+            self.records[name] = ProbeRecord(self.key(name), "void", None, reason)
+
+
+def read_chunk(fd: int) -> bytes | None:
+    """What the non-blocking pipe holds now (maybe nothing), or None once it is closed."""
+    try:
+        chunk = os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return b""
+    return chunk or None
+
+
+# ---------------------------------------------------------------------------------------
+# The reasons a learner reads.
+
+
+def timeout_reason(limits: Limits) -> str:
+    return (
+        f"timed out: the code under test did not return within {limits.probe_seconds:g} s of"
+        " real time (an endless loop, or a blocking wait?)"
+    )
+
+
+def load_reason(event: dict[str, Any], source: str) -> str:
+    error = event.get("error")
+    if error == "timeout":
+        return "your answer cells did not finish running (an endless loop at the top level?)"
+    line = event.get("line")
+    cell = _cell_of(line, source) if isinstance(line, int) else ""
+    return f"your answer cells could not run: {error}" + (f" (in {cell})" if cell else "")
+
+
+def exit_reason(code: int | None) -> str:
+    """How a worker that exited with `code` (None: no report) is explained."""
+    if code is None:
+        return "the grading process stopped answering"
+    if code == WALL_FAILED:
+        return (
+            "grader error: the worker could not be walled in (not your submission's fault;"
+            " tell your instructor)"
+        )
+    if code < 0:
+        sig = -code
+        known = _SIGNALS.get(signal.Signals(sig)) if sig in signal.valid_signals() else None
+        return known or f"killed by signal {sig}"
+    return f"the process exited with code {code} (sys.exit or os._exit in your code?)"
+
+
+def void_reason(deviation: str) -> str:
+    return (
+        "not graded: something other than the probe wrote to the grader's results channel"
+        f" ({deviation})"
+    )
+
+
+def _cell_of(line: int, source: str) -> str:
+    """Which notebook cell an exported line belongs to, from the export's ``# %%`` markers."""
+    cell = ""
+    for number, text in enumerate(source.splitlines(), start=1):
+        if number > line:
+            break
+        match = re.match(r"# %% cell (\d+) \[(\w+)\]", text)
+        if match:
+            cell = f"cell {match[1]} ({match[2]})"
+    return cell
