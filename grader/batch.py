@@ -45,7 +45,7 @@ from workbook.errors import WorkbookError
 from workbook.export import export_source
 from workbook.manifest import Entry, Manifest, load_manifest, repo_root
 
-__all__ = ["ClassReport", "LearnerGrade", "grade_class", "main", "run"]
+__all__ = ["ClassReport", "LearnerGrade", "grade_and_report", "grade_class", "main"]
 
 HEADER = re.compile(r"\A# Exported from .*")
 
@@ -230,10 +230,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: Callable[[str], None] = p
     parser.add_argument("--out", type=Path, default=Path("grades"))
     parser.add_argument("--workers", type=int, default=None, help="default: one per core")
     args = parser.parse_args(argv)
-    return run(args.submissions, args.out, workers=args.workers, stdout=stdout)
+    return grade_and_report(args.submissions, args.out, workers=args.workers, stdout=stdout)
 
 
-def run(
+def grade_and_report(
     submissions: Path,
     out: Path,
     *,

@@ -30,8 +30,8 @@ from workbook.export import cell_source, cell_tags, export_source
 from workbook.manifest import load_manifest
 
 MANIFEST = load_manifest()
-ROOT = MANIFEST.root
-KINDS = ("solution", "mutant", "stub", "broken", "missing")
+ROOT = MANIFEST.root  # the instructor repository this bench grades against
+SUBMISSION_KINDS = ("solution", "mutant", "stub", "broken", "missing")
 WEIGHTS = (40, 35, 10, 10, 5)
 
 
@@ -102,7 +102,7 @@ def _own(text: str, learner: str) -> str:
 def make_class(folder: Path, learners: int, seed: int = 2024) -> dict[str, int]:
     """Write `learners` folders into `folder`; returns how many notebooks of each kind."""
     rng = random.Random(seed)
-    counts = dict.fromkeys((*KINDS, "hang"), 0)
+    counts = dict.fromkeys((*SUBMISSION_KINDS, "hang"), 0)
     builds = [e for e in MANIFEST.graded if e.solution and (ROOT / e.solution).exists()]
     sources = {e.number: (_read(ROOT / e.path), _read(ROOT / str(e.solution))) for e in builds}
     mutants = {e.number: load_suite(e.number).mutants for e in builds}
@@ -111,7 +111,7 @@ def make_class(folder: Path, learners: int, seed: int = 2024) -> dict[str, int]:
         home.mkdir(parents=True)
         for entry in builds:
             exercise, solution = sources[entry.number]
-            kind = rng.choices(KINDS, WEIGHTS)[0]
+            kind = rng.choices(SUBMISSION_KINDS, WEIGHTS)[0]
             text: str | None
             if index in (learners // 3, 2 * learners // 3) and entry == builds[0]:
                 kind, text = "hang", hanging(solution, "load" if index == learners // 3 else "fn")

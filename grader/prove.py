@@ -1,6 +1,6 @@
 """`make check` in the instructor's repository: the proof that the workbook is sound.
 
-Its parts run in order, timed, through the learner's runner (`workbook.verify.run`): lint and
+Its parts run in order, timed, through the learner's runner (`workbook.verify.run_parts`): lint and
 types, the unit tests, the concept notebooks against their stored outputs (nbval strict),
 validity (every solution full marks, every stub zero, every mutant killed), and the browser
 suite. With ``--submissions DIR`` (``make check SUBMISSIONS=dir [OUT=grades]``) it grades a
@@ -15,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from workbook.verify import BIN, ROOT, Part, pytest, run
+from workbook.verify import BIN, ROOT, Part, pytest, run_parts
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
@@ -61,10 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("grades"))
     args = parser.parse_args(argv)
     if args.submissions:
-        from grader.batch import run as grade_class
+        from grader.batch import grade_and_report
 
-        return grade_class(args.submissions, args.out)
-    return run(instructor_parts(), args.only)
+        return grade_and_report(args.submissions, args.out)
+    return run_parts(instructor_parts(), args.only)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 The parts run in order (visible tests, every notebook runs, progress); each prints its time.
 A part whose tool reports "no tests" (pytest's exit code 5) counts as skipped, not failed; any
 other non-zero exit fails the run. The instructor's `make check` (`grader.prove`) runs its
-own parts through the same `run`. Running it twice runs everything twice; it writes nothing.
+own parts through the same `run_parts`. Running it twice runs everything twice; it writes nothing.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def learner_parts() -> list[Part]:
     ]
 
 
-def run(parts: list[Part], only: str | None) -> int:
+def run_parts(parts: list[Part], only: str | None) -> int:
     rows: list[tuple[str, str, float]] = []
     for part in parts:
         if only and part.name.split()[0] != only:
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.submissions:
         print("Class grading needs the hidden suites: run it in the instructor's repository.")
         return 2
-    return run(learner_parts(), args.only)
+    return run_parts(learner_parts(), args.only)
 
 
 if __name__ == "__main__":

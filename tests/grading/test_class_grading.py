@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader import prove
-from grader.batch import ClassReport, LearnerGrade, grade_class, run
+from grader.batch import ClassReport, LearnerGrade, grade_and_report, grade_class
 from grader.release import secrets
 from grader.sandbox import Limits
 from tests.grading import corpus
@@ -264,9 +264,9 @@ def test_make_check_submissions_grades_and_exits_zero(
 
 def test_folders_that_would_mix_up_the_class_are_refused(tmp_path: Path) -> None:
     said: list[str] = []
-    assert run(tmp_path / "missing", tmp_path / "out", stdout=said.append) == 2
+    assert grade_and_report(tmp_path / "missing", tmp_path / "out", stdout=said.append) == 2
     (tmp_path / "class").mkdir()
-    assert run(tmp_path / "class", tmp_path / "class" / "out", stdout=said.append) == 2
-    assert run(corpus.ROOT.parent, tmp_path / "out", stdout=said.append) == 2
+    assert grade_and_report(tmp_path / "class", tmp_path / "class" / "out", stdout=said.append) == 2
+    assert grade_and_report(corpus.ROOT.parent, tmp_path / "out", stdout=said.append) == 2
     assert "no such folder" in said[0] and "inside SUBMISSIONS" in said[1]
     assert "holds the repository" in said[2]
