@@ -29,6 +29,23 @@ class TestSpec:
 
 
 @dataclass(frozen=True)
+class LearnerTestSpec:
+    """A test the learner writes (a `test` cell's ``test_<name>``), graded by the bugs it catches.
+
+    `catches` names known bugs of the build's ``mutants.toml``; `gate` is the one that
+    removes the key (a test that misses it earns nothing, however much else it catches)."""
+
+    name: str
+    """The function's own name, ``test_`` prefix included (never a graded test's bare name)."""
+    points: int
+    hint: str
+    catches: tuple[str, ...]
+    gate: str
+    max_examples: int = 25
+    """Hypothesis examples per run, fixed so that a grade is the same on every run."""
+
+
+@dataclass(frozen=True)
 class Entry:
     """One notebook of the arc."""
 
@@ -41,6 +58,7 @@ class Entry:
     """What a learner can do after it (the README's arc table shows this)."""
     solution: str | None = None
     tests: tuple[TestSpec, ...] = ()
+    learner_tests: tuple[LearnerTestSpec, ...] = ()
 
     @property
     def graded(self) -> bool:
@@ -48,7 +66,7 @@ class Entry:
 
     @property
     def max_points(self) -> int:
-        return sum(t.points for t in self.tests)
+        return sum(t.points for t in self.tests) + sum(t.points for t in self.learner_tests)
 
     def test(self, name: str) -> TestSpec:
         for spec in self.tests:
@@ -117,6 +135,17 @@ def load_manifest(path: Path | None = None) -> Manifest:
                 )
                 for t in raw.get("test", [])
             )
+            learner_tests = tuple(
+                LearnerTestSpec(
+                    name=t["name"],
+                    points=int(t["points"]),
+                    hint=t["hint"],
+                    catches=tuple(t["catches"]),
+                    gate=t["gate"],
+                    max_examples=int(t.get("max_examples", 25)),
+                )
+                for t in raw.get("learner_test", [])
+            )
             entry = Entry(
                 number=str(raw["number"]),
                 kind=kind,
@@ -125,14 +154,20 @@ def load_manifest(path: Path | None = None) -> Manifest:
                 outcome=raw["outcome"],
                 solution=raw.get("solution"),
                 tests=tests,
+                learner_tests=learner_tests,
             )
         except KeyError as exc:
             raise ManifestError(f"{where}: missing key {exc}") from None
         if entry.number in numbers:
             raise ManifestError(f"{where}: number {entry.number} appears twice")
-        names = [t.name for t in tests]
+        names = [t.name for t in tests] + [t.name for t in learner_tests]
         if len(set(names)) != len(names):
             raise ManifestError(f"{where}: a test name appears twice")
+        for spec in learner_tests:
+            if not spec.name.startswith("test_"):
+                raise ManifestError(f"{where}: learner test {spec.name!r} must start with test_")
+            if spec.gate not in spec.catches:
+                raise ManifestError(f"{where}: {spec.name}'s gate {spec.gate!r} is not in catches")
         numbers.add(entry.number)
         entries.append(entry)
     return Manifest(root=path.parent, entries=tuple(entries))

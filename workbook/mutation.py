@@ -140,7 +140,11 @@ def _is_docstring(stmt: ast.stmt, index: int, parent: ast.AST) -> bool:
 def _delete(field: str, index: int) -> _Change:
     def change(node: ast.AST) -> str:
         body: list[ast.stmt] = getattr(node, field)
-        what = ast.unparse(body[index]).splitlines()[0]
+        stmt = body[index]
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            what = f"{'class' if isinstance(stmt, ast.ClassDef) else 'def'} {stmt.name}"
+        else:
+            what = ast.unparse(stmt).splitlines()[0]
         body[index] = ast.copy_location(ast.Pass(), body[index])
         return f"deleted `{_short(what)}`"
 
