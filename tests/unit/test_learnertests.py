@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workbook.learnertests import Sabotage, Sources, LearnerTestReport, check
+from workbook.learnertests import LearnerTestReport, Sabotage, Sources, check
 
 SETUP = """
 import asyncio
