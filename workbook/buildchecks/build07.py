@@ -1,5 +1,6 @@
 """Visible checks of build 07: the schema, compare-and-set checkpoints, poison items, the
-versioned upsert, and seed 004's verification list for ``ingest_page``.
+versioned upsert, and seed 004's verification list for ``ingest_page``, with a check for every
+known bug of the hidden suite and every Predict answer of the notebook.
 
 Each check takes the learner's namespace, opens stores of its own in a temporary folder
 (removed when the check ends), reads them back through a connection of its own, and, when
@@ -13,28 +14,27 @@ implementation.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import math
 import sqlite3
 from typing import Any
 
-from etl import launches
 from workbook.buildchecks.sqlite_harness import (
     COLUMNS,
     KEYS,
     OTHER,
     SOURCE,
     TENANT,
-    StoreUnderTest,
     expect_outcome,
     expect_same_state,
-    fault_on,
     folder,
-    raised_by,
+    holds_launch_0,
+    item,
+    page,
+    page_2_under_fault,
     rows_text,
     scratch_store,
+    short_id,
     unique_keys,
 )
 from workbook.checks import CheckFailure, Checks, Said, expect, expect_equal
@@ -44,40 +44,6 @@ CHECKS = Checks("07")
 MISSING_ID = "missing id"
 BAD_VERSION = "version is not an integer"
 NOT_CANONICAL = "payload has no canonical JSON form"
-
-#: SHA-256 of fixture launch 0's payload in canonical JSON (notebook 02's form: sorted keys, no
-#: spaces, non-ASCII kept), worked out once when this check was written: the check compares
-#: the stored text with it and holds no canonical form of its own.
-LAUNCH_0_PAYLOAD_SHA256 = "b87098ebfc12024d30b2ad7a150fe807b3ce03e229c83871e65438f9bd86ffca"
-
-
-def item(number: int, version: int = 1, **changes: Any) -> dict[str, Any]:
-    """Fixture launch `number` as a page delivers it (a fresh dict every call)."""
-    launch = dataclasses.replace(launches()[number], **changes)
-    return {"id": launch.id, "version": version, "payload": dataclasses.asdict(launch)}
-
-
-def short_id(launch_number: int) -> str:
-    """A fixture launch's id as feedback shows it: its first 8 characters."""
-    return launches()[launch_number].id[:8] + "…"
-
-
-def holds_launch_0(rows: list[tuple[Any, ...]], version: int) -> bool:
-    """Whether `rows` is one row: launch 0 at `version`, its payload in canonical JSON."""
-    if len(rows) != 1 or rows[0][:4] != (TENANT, SOURCE, launches()[0].id, version):
-        return False
-    payload = rows[0][4]
-    return (
-        isinstance(payload, str)
-        and hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
-        == LAUNCH_0_PAYLOAD_SHA256
-    )
-
-
-ROLLBACK_NOTE = (
-    "Items and checkpoint in one BEGIN IMMEDIATE ... COMMIT: on any exception, ROLLBACK (if"
-    " conn.in_transaction), then `raise` the same exception."
-)
 
 # ───────────────────────────────────────────────────────────── step 1: open_store
 
@@ -179,6 +145,12 @@ CHECKPOINT_CALLS: tuple[tuple[str, tuple[Any, ...], Any], ...] = (
     ("advance_checkpoint", (OTHER, SOURCE, None, "q1"), True),
     ("read_checkpoint", (OTHER, SOURCE), "q1"),
     ("read_checkpoint", (TENANT, SOURCE), "p2"),
+    # Step 2's Predict: A moves "p4" -> "p5" -> "p6"; then B, which loaded "p4", is too late.
+    ("advance_checkpoint", (TENANT, "snapi", None, "p4"), True),
+    ("advance_checkpoint", (TENANT, "snapi", "p4", "p5"), True),
+    ("advance_checkpoint", (TENANT, "snapi", "p5", "p6"), True),
+    ("advance_checkpoint", (TENANT, "snapi", "p4", "p5"), False),
+    ("read_checkpoint", (TENANT, "snapi"), "p6"),
 )
 
 
@@ -211,7 +183,8 @@ POISON_CASES: tuple[tuple[Any, str | None], ...] = (
     ("not a mapping", MISSING_ID),
     ({"id": "a", "version": True, "payload": {}}, BAD_VERSION),
     ({"id": "a", "version": "7", "payload": {}}, BAD_VERSION),
-    ({"id": "a", "version": 2**63, "payload": {}}, BAD_VERSION),
+    ({"id": "b", "version": 2**63, "payload": {}}, BAD_VERSION),
+    ({"id": "e", "version": -1, "payload": {"lat": math.nan}}, NOT_CANONICAL),
     ({"id": "a", "payload": {}}, BAD_VERSION),
     ({"id": "c", "version": 3}, NOT_CANONICAL),
     ({"id": "a", "version": 1, "payload": {"lat": math.nan}}, NOT_CANONICAL),
@@ -310,10 +283,6 @@ def newer_version_wins(ns: Any) -> None:
 # ───────────────────────────────────────────────────────────── step 5: ingest_page
 
 
-def page(first: int, count: int = 4, version: int = 1, **changes: Any) -> list[dict[str, Any]]:
-    return [item(n, version, **changes) for n in range(first, first + count)]
-
-
 @CHECKS.add(step="ingest_page")
 def replay_same_batch_same_fixed_point(ns: Any) -> None:
     with scratch_store(ns) as s:
@@ -346,45 +315,6 @@ def replay_same_batch_same_fixed_point(ns: Any) -> None:
                 " is written, and the outcome carries the persisted cursor.",
             )
             expect_same_state(f"after pages 1-3, {label}", s.state(), once, "as after pages 1-3")
-
-
-def page_2_under_fault(
-    s: StoreUnderTest,
-    call: str,
-    table: str,
-    *,
-    event: str = "INSERT",
-    where: str = "",
-    raises: str,
-    raises_note: str = "",
-    as_before: str,
-    transaction_closed: bool = False,
-) -> None:
-    """After page 1, page 2 while a trigger makes a write to `table` fail: it must raise the
-    database's own IntegrityError and leave the store as page 1 left it (and, when
-    `transaction_closed`, no transaction open); with the fault repaired, page 2 goes through."""
-    s.ingest(page(0), None, "p1")
-    before = s.state()
-    s.execute(fault_on(table, where, event))
-    got = raised_by(lambda: s.ingest(page(4), "p1", "p2"))
-    expect(
-        isinstance(got, sqlite3.IntegrityError),
-        call,
-        got if got else Said("returned"),
-        raises,
-        note=raises_note,
-    )
-    expect_same_state(call, s.state(), before, as_before, ROLLBACK_NOTE)
-    if transaction_closed:
-        expect_equal(
-            f"{call}; then conn.in_transaction", s.conn.in_transaction, False, ROLLBACK_NOTE
-        )
-    s.execute(f"DROP TRIGGER fault_{table}")
-    expect_outcome(
-        f"{call}; the fault repaired, page 2 again",
-        s.ingest(page(4), "p1", "p2"),
-        (4, 0, 0, True, "p2"),
-    )
 
 
 @CHECKS.add(step="ingest_page")
@@ -536,4 +466,84 @@ def tenants_never_collide(ns: Any) -> None:
             f"{call}: the checkpoints table",
             state["checkpoints"],
             [(TENANT, SOURCE, "a1", 3), (OTHER, SOURCE, "b1", 3)],
+        )
+
+
+@CHECKS.add(step="ingest_page")
+def error_after_sqlite_rolled_back_propagates(ns: Any) -> None:
+    with scratch_store(ns) as s:
+        page_2_under_fault(
+            s,
+            "page 2 (expected_cursor='p1') while its second item's write makes SQLite roll the"
+            " whole transaction back itself (RAISE(ROLLBACK), as after a full disk)",
+            "items",
+            action="ROLLBACK",
+            where=f"WHEN NEW.item_id = '{item(5)['id']}'",
+            raises="raises that sqlite3.IntegrityError itself",
+            raises_note="SQLite has ended the transaction already: ROLLBACK only if"
+            " conn.in_transaction, or its own error ('no transaction is active') replaces the"
+            " one that matters.",
+            as_before="exactly as before page 2",
+            transaction_closed=True,
+        )
+
+
+@CHECKS.add(step="ingest_page")
+def one_transaction_per_page(ns: Any) -> None:
+    with scratch_store(ns) as s:
+        for label, want in (
+            ("", ["BEGIN IMMEDIATE", "COMMIT"]),
+            (" again", ["BEGIN IMMEDIATE", "ROLLBACK"]),
+        ):
+            statements = s.traced(lambda: s.ingest(page(50), None, "p1"))
+            expect_equal(
+                f"ingest_page(conn, ..., page 1, expected_cursor=None){label}: the transaction"
+                " statements it sent (conn.set_trace_callback)",
+                statements,
+                want,
+                note="One BEGIN IMMEDIATE per page, before anything is read: it takes the write"
+                " lock at once, so no other worker moves the checkpoint between our compare and"
+                " our set. Then COMMIT, or ROLLBACK when the compare-and-set misses.",
+            )
+
+
+@CHECKS.add(step="ingest_page")
+def id_less_items_named_where_seen(ns: Any) -> None:
+    with scratch_store(ns) as s:
+        nameless = {"version": 1, "payload": {"name": "no id"}}
+        s.ingest([item(30), item(31), dict(nameless)], None, "p1")
+        s.ingest([item(32), item(33), dict(nameless)], "p1", "p2")
+        want = [
+            (TENANT, SOURCE, "None#2", MISSING_ID, None),
+            (TENANT, SOURCE, "p1#2", MISSING_ID, "p1"),
+        ]
+        expect(
+            s.state()["failures"] == want,
+            "pages 1 and 2 (expected_cursor None, then 'p1'), each with an item without an id"
+            " third: the failures table",
+            rows_text(s.state(), "failures"),
+            f"{want}: item_id f'{{expected_cursor}}#{{index}}', seen_at expected_cursor",
+            note="An id-less item is named by where it was seen: its page's cursor and index.",
+        )
+
+
+@CHECKS.add(step="ingest_page")
+def four_workers_deliver_one_page_at_once(ns: Any) -> None:
+    # Step 5's third Predict: one advanced=True; one row per item, one record per poison item.
+    with scratch_store(ns) as s:
+        items = [*page(40, 3), item(43, latitude=math.nan)]
+        outcomes = s.at_once(4, lambda conn: s.ingest(items, None, "p1", conn=conn))
+        call = "four threads, each on its own open_store(path), delivering page 1 (three"
+        call += " launches and one with a NaN latitude, expected_cursor=None) at once"
+        won = [o for o in outcomes if getattr(o, "advanced", None) is True]
+        expect(len(won) == 1, call, outcomes, "exactly one PageOutcome with advanced=True")
+        expect_outcome(f"{call}: the winner", won[0], (3, 0, 1, True, "p1"))
+        for other in (o for o in outcomes if o not in won):
+            expect_outcome(f"{call}: each of the others", other, (0, 0, 0, False, "p1"))
+        state = s.state()
+        counts = [len(state[table]) for table in ("items", "failures")] + state["checkpoints"]
+        expect_equal(
+            f"{call}: rows in items, in failures, and the checkpoint",
+            counts,
+            [3, 1, (TENANT, SOURCE, "p1", 3)],
         )
