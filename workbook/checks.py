@@ -9,10 +9,13 @@ the grader's feedback does.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import linecache
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+import types
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Literal
@@ -153,17 +156,85 @@ def run_check(check: Check, ns: Any) -> CheckResult:
     return result("passed")
 
 
+def _in_a_cell(filename: str) -> bool:
+    """A frame of notebook code: an exported cell (``[cell N]``) or a kernel's cell."""
+    return "[cell " in filename or "ipykernel_" in filename or filename.startswith("<ipython-")
+
+
 def _describe_error(exc: BaseException) -> str:
     """One line for the exception, plus where in the learner's cells it was raised."""
     where = ""
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if "[cell " in frame.filename or frame.filename.startswith("<ipython-input"):
-            where = f" (at {frame.filename.rsplit('/', 1)[-1]}, line {frame.lineno}: {frame.line})"
-            break
-        if "ipykernel_" in frame.filename:
-            where = f" (in your cell, line {frame.lineno}: {frame.line})"
+        if _in_a_cell(frame.filename):
+            place = frame.filename.rsplit("/", 1)[-1] if "[cell " in frame.filename else ""
+            at = f"at {place}, line" if place else "in your cell, line"
+            where = f" ({at} {frame.lineno}: {frame.line})"
             break
     return f"raised {type(exc).__name__}: {exc}{where}"
+
+
+class DemoError(Exception):
+    """A demo cell stopped on an error raised through the learner's code. Its text is the
+    feedback; IPython shows that instead of a traceback (``_render_traceback_``)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def _render_traceback_(self) -> list[str]:
+        return self.text.splitlines()
+
+
+@contextlib.contextmanager
+def demo(expected: str = "the demo to run to the end") -> Iterator[None]:
+    """``with demo():`` around a demo cell's code: a stub's NotImplementedError prints
+    ``Not yet: ...``; any other error comes out as called/got/expected feedback naming the
+    learner's function and line (a `DemoError`, so the cell still counts as failed), never
+    as a traceback through the machinery. Running the cell again runs the demo again."""
+    try:
+        yield
+    except NotImplementedError as todo:
+        print("Not yet:", todo)
+    except Exception as exc:
+        raise DemoError(demo_feedback(exc, expected)) from None
+
+
+def demo_feedback(exc: BaseException, expected: str) -> str:
+    """The feedback for an error that stopped a demo: the learner's function the demo called
+    (the outermost frame of another cell), where it raised, what the demo expected."""
+    # The walk starts in `demo` itself (it caught the error at its ``yield``): skip it.
+    frames = [
+        (frame, line)
+        for frame, line in traceback.walk_tb(exc.__traceback__)
+        if frame.f_code.co_filename not in (__file__, contextlib.__file__)
+    ]
+    demo_file = frames[0][0].f_code.co_filename if frames else ""
+    mine = [
+        (frame, line)
+        for frame, line in frames
+        if frame.f_code.co_filename != demo_file and _in_a_cell(frame.f_code.co_filename)
+    ]
+    ours = [(f, n) for f, n in frames if f.f_code.co_filename == demo_file]
+    if mine:
+        called = f"{mine[0][0].f_code.co_qualname}(...), from this demo"
+        if ours:
+            called += f" (line {ours[-1][1]}: `{_line(ours[-1][0], ours[-1][1])}`)"
+        frame, line = mine[-1]
+        where = f" in your {frame.f_code.co_qualname}, line {line}: `{_line(frame, line)}`"
+    else:
+        called = "this demo, on what your answers returned"
+        where = f" at line {ours[-1][1]}: `{_line(*ours[-1])}`" if ours else ""
+    return feedback.message(
+        called,
+        feedback.show(exc) + where,
+        expected,
+        "The self-check above this demo names the behaviour to fix.",
+    )
+
+
+def _line(frame: types.FrameType, lineno: int) -> str:
+    text = linecache.getline(frame.f_code.co_filename, lineno, frame.f_globals).strip()
+    return feedback.cut(text, 80)
 
 
 def namespace(values: dict[str, Any]) -> SimpleNamespace:

@@ -1,27 +1,31 @@
 """`make progress`: per build, how many visible checks pass, and the hint for what is next.
 
-It reads the learner's build notebooks through the export path, runs the visible checks,
-and changes nothing: running it twice on the same notebooks prints the same thing. Whatever
-the learner's cells print is kept out of the report, and a build whose code never returns is
-stopped after `BUILD_SECONDS` and reported as such instead of hanging the command.
+It reads the learner's build notebooks *as saved* through the export path (and says so: a
+self-check cell checks what the kernel last ran, which may not be saved yet), runs the visible
+checks, and changes nothing: running it twice on the same notebooks prints the same thing.
+Whatever the learner's cells print is kept out of the report, and a build whose code never
+returns is stopped after `BUILD_SECONDS` and reported as such instead of hanging the command.
+A name the answer cells use but only an untagged cell defines is named, as the self-check does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import io
 import signal
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 
 from workbook.checks import CheckResult
 from workbook.errors import WorkbookError
-from workbook.export import load
+from workbook.export import cell_source, cell_tags, load, read_notebook
 from workbook.manifest import Entry, Manifest, load_manifest
-from workbook.selfcheck import MARKS, checks_for, hints_for
+from workbook.selfcheck import MARKS, checks_for, hints_for, untagged_helpers
 
 #: Real seconds one build's loading and checks may take before it is reported as stuck.
 BUILD_SECONDS = 20
@@ -58,6 +62,8 @@ class BuildReport:
     problem: str = ""
     """Why the checks could not run at all, in a few words ("does not load", "never finished")."""
     detail: str = ""
+    notes: tuple[str, ...] = ()
+    """Names the answer cells use that only an untagged cell defines (`untagged_helpers`)."""
 
     @property
     def passed(self) -> int:
@@ -66,6 +72,22 @@ class BuildReport:
     @property
     def done(self) -> bool:
         return not self.problem and self.passed == len(self.results)
+
+    @property
+    def started(self) -> bool:
+        """Anything but untouched stubs: a check passes or fails, or the notebook is broken."""
+        return bool(self.problem) or any(r.status != "not done" for r in self.results)
+
+    @property
+    def verdict(self) -> str:
+        """``done``, ``not started`` or ``failing: <first failing check>`` (the learner's
+        `make check` prints one per build)."""
+        if self.done:
+            return "done"
+        if not self.started:
+            return "not started"
+        first = next((r.name for r in self.results if not r.passed), "")
+        return f"failing: {self.problem or first}"
 
 
 def tracked_builds(manifest: Manifest) -> list[Entry]:
@@ -87,14 +109,15 @@ def build_report(manifest: Manifest, entry: Entry) -> BuildReport:
     """Load one build through the export path and run its visible checks, quietly and
     within `BUILD_SECONDS`: a notebook that does not load or never finishes is reported."""
     checks = checks_for(entry.number)
+    path = manifest.root / entry.path
     # The learner's prints would scramble the report: keep them out of it.
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
             with time_limit(BUILD_SECONDS):
-                module = load(manifest.root / entry.path)
-                return BuildReport(entry, tuple(checks.run(module)))
+                module = load(path)
+                report = BuildReport(entry, tuple(checks.run(module)))
         except WorkbookError as exc:
-            return BuildReport(entry, problem="does not load", detail=str(exc))
+            report = BuildReport(entry, problem="does not load", detail=str(exc))
         except TimeUp:
             return BuildReport(
                 entry,
@@ -102,6 +125,18 @@ def build_report(manifest: Manifest, entry: Entry) -> BuildReport:
                 detail=f"still running after {BUILD_SECONDS} s: does a loop in your answers"
                 " never end?",
             )
+    if report.done:
+        return report
+    return dataclasses.replace(report, notes=tuple(_untagged(path)))
+
+
+def _untagged(path: Path) -> list[str]:
+    try:
+        cells = read_notebook(path)["cells"]
+    except WorkbookError:
+        return []
+    tagged = [cell_source(c) for c in cells if {"setup", "answer"} & set(cell_tags(c))]
+    return untagged_helpers(cells, tagged)
 
 
 def bar(passed: int, total: int) -> str:
@@ -109,9 +144,18 @@ def bar(passed: int, total: int) -> str:
     return "█" * filled + "░" * (BAR_WIDTH - filled)
 
 
+def saved_note(reports: Sequence[BuildReport]) -> str:
+    """The line saying what was read: the notebooks as saved, not what a kernel last ran."""
+    folders = sorted({str(Path(r.entry.path).parent) for r in reports})
+    return (
+        f"Read from the saved notebooks in {', '.join(f + '/' for f in folders)} (save in"
+        " JupyterLab to count your latest edits; the self-check cells check what the kernel ran)."
+    )
+
+
 def progress_text(reports: Sequence[BuildReport]) -> str:
-    """The report `make progress` prints: a bar per build, then what to do next."""
-    lines = []
+    """The report `make progress` prints: what it read, a bar per build, then what is next."""
+    lines = [saved_note(reports), ""]
     for report in reports:
         entry, total = report.entry, len(checks_for(report.entry.number).names)
         finished = "answered" if entry.kind == "quiz" else "done"
@@ -124,18 +168,24 @@ def progress_text(reports: Sequence[BuildReport]) -> str:
     if todo is None:
         lines.append("Every build is done. Run `make check` to confirm.")
         return "\n".join(lines)
-    where = todo.entry.path
-    if todo.problem:
-        lines.append(f"Next, in {where}: it {todo.problem}.")
-        lines.append(f"    {todo.detail}")
-        return "\n".join(lines)
-    first = next(r for r in todo.results if not r.passed)
-    hint = hints_for(todo.entry.number).get(first.name, "")
-    lines.append(f"Next, in {where}: {MARKS[first.status]} {first.name} [{first.status}]")
-    lines.extend(f"    {text}" for text in first.message.splitlines())
-    if hint:
-        lines.append(f"Hint: {hint}")
+    lines.extend(next_steps(todo))
     return "\n".join(lines)
+
+
+def next_steps(todo: BuildReport) -> list[str]:
+    """What to do next in an unfinished build: its first failing check with its feedback and
+    hint, or why it could not be checked; then any helper left in an untagged cell."""
+    where = f"the saved {todo.entry.path}"
+    if todo.problem:
+        lines = [f"Next, in {where}: it {todo.problem}.", f"    {todo.detail}"]
+    else:
+        first = next(r for r in todo.results if not r.passed)
+        hint = hints_for(todo.entry.number).get(first.name, "")
+        lines = [f"Next, in {where}: {MARKS[first.status]} {first.name} [{first.status}]"]
+        lines.extend(f"    {text}" for text in first.message.splitlines())
+        if hint:
+            lines.append(f"Hint: {hint}")
+    return lines + [f"Note: {note}" for note in todo.notes]
 
 
 def main(manifest: Manifest | None = None) -> int:

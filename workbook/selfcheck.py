@@ -1,21 +1,41 @@
-"""The self-check cell of a build notebook: ``selfcheck("03", "content_id")``.
+"""The self-check cell of a build notebook: ``selfcheck("03", "sink")``.
 
-Runs the named checks (or every check of a step) against the names defined in the kernel
-and prints, per check, pass or fail with the call, what came back and what was expected,
-then the hint for the first check still failing. Running it again re-runs the checks.
+In a Jupyter kernel it checks a *fresh module* built from the notebook's setup and answer cells
+as this kernel last ran them (IPython keeps the source of every cell it ran), never the kernel's
+globals, so it says what the grader will say: a helper left in an untagged cell fails here too,
+and is named. A tagged cell this kernel has not run is read from the saved notebook, and one
+whose last run differs from the saved file gets a warning, because `make progress`, the learner's
+`make check` and the grader read the file. Outside a kernel (or with ``ns=``) it checks the names
+given. Running it again rebuilds the module and re-runs every check.
 """
 
 from __future__ import annotations
 
+import ast
+import builtins
+import contextlib
 import importlib
+import io
+import itertools
+import os
+import re
+import symtable
 import sys
-from collections.abc import Sequence
+import types
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from workbook.checks import CheckResult, Checks, namespace
+from workbook.errors import WorkbookError
+from workbook.export import Cell, cell_source, cell_tags, exported_cells, read_notebook
 from workbook.manifest import load_manifest
+from workbook.modules import execute, fresh_module, registered
+from workbook.siblings import sibling_path
 
 MARKS = {"passed": "✓", "failed": "✗", "not done": "·", "error": "✗"}
+_fresh = itertools.count(1)
 
 
 def checks_for(build: str) -> Checks:
@@ -28,7 +48,7 @@ def checks_for(build: str) -> Checks:
 def hints_for(build: str) -> dict[str, str]:
     try:
         entry = load_manifest().entry(build)
-    except Exception:
+    except WorkbookError:
         return {}
     return {t.name: t.hint for t in entry.tests}
 
@@ -59,14 +79,344 @@ def report_text(
     return "\n".join(lines)
 
 
+# ───────────────────────────────────────────────── cells as JupyterLab shows them
+
+_HEADING = re.compile(r"^(#{1,2})\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def _heading_above(cells: Sequence[Any], index: int) -> tuple[int, str] | None:
+    """(position, short text) of the nearest ``#``/``##`` heading above cell `index`."""
+    for above in range(index - 1, 0, -1):
+        found = _HEADING.findall(cell_source(cells[above - 1]))
+        if found and cells[above - 1].get("cell_type") == "markdown":
+            text = found[-1][1].replace("`", "").strip()
+            head, colon, _ = text.partition(":")
+            return above, head.strip() if colon and head.strip() else text
+    return None
+
+
+def _is_heading(cell: Any) -> bool:
+    return cell.get("cell_type") == "markdown" and bool(_HEADING.search(cell_source(cell)))
+
+
+def step_heading(cells: Sequence[Any], index: int) -> str | None:
+    """The short form of the nearest ``#``/``##`` heading above cell `index` (1-based, every
+    cell counted): ``Step 3`` for ``## Step 3: `IdempotentSink```; None above the first one."""
+    found = _heading_above(cells, index)
+    return found[1] if found else None
+
+
+def cell_name(cells: Sequence[Any], index: int) -> str:
+    """Cell `index` (1-based, every cell counted as the learner counts them) as a learner
+    finds it in JupyterLab: ``the setup cell``, ``the answer cell under 'Step 3'`` (the only
+    one of its tag below that heading), else ``the code cell under 'Step 3' that starts
+    `class FailsOnce(MemorySink):` (cell 24)``."""
+    cell = cells[index - 1]
+    tag = next((t for t in cell_tags(cell) if t in ("setup", "answer", "test")), "")
+    heading = _heading_above(cells, index)
+    start, under = (heading[0], f" under '{heading[1]}'") if heading else (0, "")
+    if tag == "setup" and sum("setup" in cell_tags(c) for c in cells) == 1:
+        return "the setup cell"
+    if tag and heading:
+        section = range(start + 1, len(cells) + 1)
+        end = next((i for i in section if i > index and _is_heading(cells[i - 1])), None)
+        same = [i for i in section if (end is None or i < end) and tag in cell_tags(cells[i - 1])]
+        if same == [index]:
+            return f"the {tag} cell{under}"
+    first = next((ln.strip() for ln in cell_source(cell).splitlines() if ln.strip()), "")
+    first = first if len(first) <= 40 else first[:37] + "..."
+    starts = f" that starts `{first}`" if first else ""
+    return f"the {tag + ' ' if tag else ''}code cell{under}{starts} (cell {index})"
+
+
+# ───────────────────────────────────────────────── helpers left in untagged cells
+
+
+def _symbols(source: str) -> symtable.SymbolTable | None:
+    try:
+        return symtable.symtable(source, "<cell>", "exec")
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _binds(symbol: symtable.Symbol) -> bool:
+    return symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
+
+
+def _bound(source: str) -> set[str]:
+    """Names `source` binds at its top level (defs, classes, assignments, imports)."""
+    table = _symbols(source)
+    return {s.get_name() for s in table.get_symbols() if _binds(s)} if table else set()
+
+
+def _globals_used(source: str) -> set[str]:
+    """Global names `source` reads, at its top level or inside any function or class."""
+    top = _symbols(source)
+    used: set[str] = set()
+    tables = [top] if top else []
+    while tables:
+        table = tables.pop()
+        tables.extend(table.get_children())
+        for s in table.get_symbols():
+            free = not _binds(s) if table is top else s.is_global()
+            if s.is_referenced() and free:
+                used.add(s.get_name())
+    return used
+
+
+def _imported(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    return {
+        (alias.asname or alias.name).split(".")[0]
+        for node in tree.body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+
+
+def untagged_helpers(
+    cells: Sequence[Any], tagged: Iterable[str], kernel: Mapping[str, Any] | None = None
+) -> list[str]:
+    """A line for each name the tagged sources use but never define that an untagged code
+    cell of the notebook (or, given `kernel`, this kernel's globals) does define: in the
+    kernel it works, at grading it is a NameError."""
+    sources = list(tagged)
+    defined = set().union(*map(_bound, sources)) | set(dir(builtins)) | {"__notebook__"}
+    lines = []
+    for name in sorted(set().union(*map(_globals_used, sources)) - defined):
+        where = [
+            i
+            for i, cell in enumerate(cells, 1)
+            if isinstance(cell, dict)
+            and cell.get("cell_type") == "code"
+            and not {"setup", "answer"} & set(cell_tags(cell))
+            and name in _bound(cell_source(cell))
+        ]
+        if where:
+            place = cell_name(cells, where[0])
+            if name in _imported(cell_source(cells[where[0] - 1])):
+                lines.append(
+                    f"`{name}` is imported only in an untagged cell, {place}: import it in"
+                    " your answer cell too"
+                )
+            else:
+                lines.append(f"`{name}` is defined in an untagged cell, {place}: tag it `answer`")
+        elif kernel is not None and name in kernel:
+            lines.append(
+                f"`{name}` is defined in this kernel, but in no setup or answer cell of the saved"
+                " notebook: tag the cell that defines it `answer`, and save"
+            )
+    return lines
+
+
+# ───────────────────────────────────────────────── what the kernel ran
+
+_PRE_RUN: list[str] = []
+"""Sources this kernel ran before recording started (IPython's input history)."""
+_RAN: list[tuple[str, str | None]] = []
+"""(source, JupyterLab cell id) of every cell run since recording started."""
+_RECORDING: list[object] = []
+
+
+def _shell() -> Any:
+    """The running IPython shell, or None (IPython is not imported where it is not loaded)."""
+    get = getattr(sys.modules.get("IPython"), "get_ipython", None)
+    return get() if get is not None else None
+
+
+def _record(info: Any) -> None:
+    _RAN.append((str(getattr(info, "raw_cell", "")), getattr(info, "cell_id", None)))
+
+
+def start_recording(shell: Any = None) -> bool:
+    """From now on, record each cell's source and cell id (IPython's ``pre_run_cell``); what
+    ran before is the input history, sources without ids. True when this call started it; a
+    repeat changes nothing. Importing `workbook` in a kernel (the tools cell) starts it."""
+    shell = shell or _shell()
+    if shell is None or any(shell is s for s in _RECORDING):
+        return False
+    history = getattr(shell.history_manager, "input_hist_raw", None) or shell.user_ns.get("In")
+    _PRE_RUN[:] = [str(text) for text in (history or [""])[1:]]
+    shell.events.register("pre_run_cell", _record)
+    _RECORDING.append(shell)
+    return True
+
+
+def _runs(shell: Any) -> tuple[list[tuple[str, str | None]], tuple[str, str | None]]:
+    """Every cell this kernel ran before the current one, oldest first, and the current one
+    (source, cell id). Whether recording started in an earlier cell or during this one (the
+    current cell is then the last of the input history), the current cell is the last run."""
+    start_recording(shell)
+    ran: list[tuple[str, str | None]] = [(text, None) for text in _PRE_RUN]
+    ran.extend(_RAN)
+    current = ran[-1] if ran else ("", None)
+    try:  # ipykernel: the request being answered carries JupyterLab's cell id
+        cell_id = shell.kernel.get_parent("shell")["metadata"].get("cellId")
+    except (AttributeError, KeyError, TypeError):
+        cell_id = None
+    return ran[:-1], (current[0], current[1] or (cell_id if isinstance(cell_id, str) else None))
+
+
+@dataclass(frozen=True)
+class Tagged:
+    """A setup or answer cell of the saved notebook, and what the kernel last ran of it."""
+
+    index: int
+    tag: str
+    saved: str
+    ran: str | None
+    """The source of its last run in this kernel; None when it has not run here."""
+    cell_id: str | None = None
+    position: int = -1
+    """Where its last run is in the kernel's runs (-1: not run)."""
+
+    @property
+    def source(self) -> str:
+        return self.saved if self.ran is None else self.ran
+
+    @property
+    def differs(self) -> bool:
+        return self.ran is not None and _same(self.ran) != _same(self.saved)
+
+
+def _same(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def _marker(source: str) -> str:
+    first = next((ln.strip() for ln in source.splitlines() if ln.strip()), "")
+    return first if first.startswith("#") else ""
+
+
+def _defines(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    kinds = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    return {n.name for n in tree.body if isinstance(n, kinds)}
+
+
+def last_runs(
+    exported: Sequence[Cell], cells: Sequence[Any], ran: Sequence[tuple[str, str | None]]
+) -> list[Tagged]:
+    """Each exported cell (setup and answer) with the latest source of `ran` that is that
+    cell: the same cell id where both have one (JupyterLab sends it); else the same text, the
+    same first comment line (``# ✎ answer: step 3``), or a source that defines every function
+    and class the saved cell defines."""
+    tagged = []
+    for cell in exported:
+        raw_id = cells[cell.index - 1].get("id")
+        cell_id = raw_id if isinstance(raw_id, str) else None
+        marker, names = _marker(cell.source), _defines(cell.source)
+        latest, position = None, -1
+        for at, (text, ran_id) in enumerate(ran):
+            if ran_id is not None and cell_id is not None:
+                hit = ran_id == cell_id
+            else:
+                hit = (
+                    _same(text) == _same(cell.source)
+                    or (bool(marker) and _marker(text) == marker)
+                    or (bool(names) and names <= _defines(text))
+                )
+            if hit:
+                latest, position = text, at
+        tagged.append(Tagged(cell.index, cell.tag, cell.source, latest, cell_id, position))
+    return tagged
+
+
+def redefined(
+    tagged: Sequence[Tagged], ran: Sequence[tuple[str, str | None]], cells: Sequence[Any]
+) -> list[str]:
+    """A line for each function or class of a tagged cell that another cell (known by its id)
+    defined again after it: the kernel uses that one, the self-check and the grader do not."""
+    lines: list[str] = []
+    for cell in tagged:
+        names = _defines(cell.saved)
+        later: set[str] = set()
+        for text, ran_id in ran[cell.position + 1 :]:
+            if ran_id is not None and cell.cell_id is not None and ran_id != cell.cell_id:
+                later |= names & _defines(text)
+        where = cell_name(cells, cell.index)
+        lines.extend(
+            f"`{name}` in this kernel comes from another cell, run after {where}: the"
+            f" self-check and the grader use {where}, so put your code there"
+            for name in sorted(later)
+        )
+    return lines
+
+
+def build_module(path: Path, tagged: Sequence[Tagged], cells: Sequence[Any]) -> types.ModuleType:
+    """A fresh module of `tagged`'s sources, each cell compiled on its own as the export does,
+    the cells' prints kept out of the report. Raises `WorkbookError` naming the cell."""
+    module = fresh_module(f"selfcheck_{_identifier(path.stem)}_{next(_fresh)}", path)
+    module.__dict__["__notebook__"] = str(path)
+    out, err = io.StringIO(), io.StringIO()
+    with registered(module), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        for cell in tagged:
+            try:
+                execute(module, cell.source, f"{path} [cell {cell.index}]")
+            except Exception as exc:
+                how = "as this kernel ran it" if cell.ran is not None else "as saved"
+                raise WorkbookError(
+                    f"{cell_name(cells, cell.index)} ({how}) raised {type(exc).__name__}: {exc}"
+                ) from exc
+    return module
+
+
+def _identifier(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in text)
+
+
+def notebook_of(build: str, user_ns: Mapping[str, Any]) -> Path | None:
+    """The saved notebook this kernel runs: JupyterLab's session path (``__session__``, or
+    VS Code's ``__vsc_ipynb_file__``) when it is build `build`'s, else build `build`'s
+    notebook in that folder or in the working folder (a kernel starts in its notebook's)."""
+    for value in (
+        user_ns.get("__session__"),
+        user_ns.get("__vsc_ipynb_file__"),
+        os.environ.get("JPY_SESSION_NAME"),
+    ):
+        if not isinstance(value, str) or not value.endswith(".ipynb"):
+            continue
+        session = Path(value)
+        if session.name.startswith(f"{build}_") and session.is_file():
+            return session.resolve()
+        with contextlib.suppress(WorkbookError):
+            return sibling_path(session.parent, build)
+    try:
+        return sibling_path(Path.cwd(), build)
+    except WorkbookError:
+        return None
+
+
+# ───────────────────────────────────────────────── the self-check
+
+
 def selfcheck(build: str, *names_or_steps: str, ns: Any = None) -> None:
-    """Run checks of `build` against the caller's globals (or `ns`) and print the report.
+    """Run checks of `build` and print the report: in a kernel, on the tagged cells as it last
+    ran them (see the module docstring); else on the caller's globals, or on `ns`.
 
     Returns nothing, so a cell ending in ``selfcheck(...)`` shows the report once.
     """
-    if ns is None:
-        ns = namespace(sys._getframe(1).f_globals)
-    results = checks_for(build).run(ns, *names_or_steps)
+    shell = _shell() if ns is None else None
+    caller = sys._getframe(1).f_globals
+    if shell is not None and caller is shell.user_ns:
+        print(kernel_report(build, names_or_steps, shell))
+        return
+    results = checks_for(build).run(namespace(caller) if ns is None else ns, *names_or_steps)
+    print(_report(build, names_or_steps, results))
+
+
+def _report(
+    build: str,
+    names_or_steps: Sequence[str],
+    results: Sequence[CheckResult],
+    notes: Sequence[str] = (),
+) -> str:
     which = ", ".join(names_or_steps) if names_or_steps else "all steps"
     title = f"Self-check, build {build} ({which}):"
     note = "Every step of this build is done."
@@ -74,10 +424,81 @@ def selfcheck(build: str, *names_or_steps: str, ns: Any = None) -> None:
         if load_manifest().entry(build).kind == "quiz":
             title = f"Self-check, concept check {build} ({which}):"
             note = "Every answer has a valid form; the grader marks whether it is right."
-    except Exception:
+    except WorkbookError:
         pass  # a notebook outside the manifest still gets its report
-    print(
-        report_text(
-            results, hints_for(build), title, whole_build=not names_or_steps, done_note=note
-        )
+    text = report_text(
+        results, hints_for(build), title, whole_build=not names_or_steps, done_note=note
     )
+    return "\n".join([text, *notes])
+
+
+def kernel_report(build: str, names_or_steps: Sequence[str], shell: Any) -> str:
+    """The report of a self-check cell: the checks on a fresh module of the tagged cells as
+    this kernel last ran them, then what it read, and what to do where that is not the file."""
+    checks = checks_for(build)
+    chosen = checks.select(*names_or_steps)
+    path = notebook_of(build, shell.user_ns)
+    if path is None:
+        results = checks.run(namespace(shell.user_ns), *names_or_steps)
+        note = (
+            f"(Checked the names this kernel holds: no saved build {build} notebook was found"
+            " next to it, so its tagged cells could not be read.)"
+        )
+        return _report(build, names_or_steps, results, [note])
+    try:
+        exported = exported_cells(path)  # one line naming the cell when it cannot be exported
+        cells = read_notebook(path)["cells"]
+    except WorkbookError as exc:
+        failed = [CheckResult(c.name, c.step, "error") for c in chosen]
+        return _report(build, names_or_steps, failed, [f"✗ {exc}"])
+    before, current = _runs(shell)
+    tagged = last_runs(exported, cells, before)
+    notes = redefined(tagged, before, cells) + _provenance(path, cells, tagged, current)
+    sources = [t.source for t in tagged]
+    try:
+        module = build_module(path, tagged, cells)
+    except WorkbookError as exc:
+        failed = [CheckResult(c.name, c.step, "error") for c in chosen]
+        helpers = untagged_helpers(cells, sources, shell.user_ns)
+        return _report(build, names_or_steps, failed, [f"✗ {exc}", *helpers, *notes])
+    results = checks.run(module, *names_or_steps)
+    passed = all(r.passed for r in results)
+    helpers = [] if passed else untagged_helpers(cells, sources, shell.user_ns)
+    return _report(build, names_or_steps, results, [*helpers, *notes])
+
+
+def _provenance(
+    path: Path, cells: Sequence[Any], tagged: Sequence[Tagged], current: tuple[str, str | None]
+) -> list[str]:
+    """What the self-check read: runs that differ from the file, the cells above this one
+    that this kernel has not run (read from the file), and a line saying so."""
+    text, cell_id = current
+    here = next((i for i, c in enumerate(cells, 1) if cell_id and c.get("id") == cell_id), None)
+    here = here or next(
+        (i for i, c in enumerate(cells, 1) if _same(cell_source(c)) == _same(text)), None
+    )
+    lines = []
+    for cell in tagged:
+        if cell.differs:
+            where = cell_name(cells, cell.index)
+            lines.append(
+                f"⚠ {where[0].upper()}{where[1:]}, as this kernel last ran it, differs from the"
+                f" saved {path.name}, which `make progress` and the grader read: save, or"
+                f" re-run {where}."
+            )
+    unrun = [c for c in tagged if c.ran is None and here is not None and c.index < here]
+    if unrun:
+        listed = ", ".join(cell_name(cells, c.index) for c in unrun)
+        setup = unrun[0].tag == "setup"
+        first = " Run the setup cell first: the demo cells need it." if setup else ""
+        lines.append(f"Not run in this kernel yet, so read from the saved file: {listed}.{first}")
+    ran = sum(c.ran is not None for c in tagged)
+    lines.append(
+        f"(Checked a fresh module of the setup and answer cells of {path.name}: {ran} of"
+        f" {len(tagged)} as this kernel last ran them, the rest as saved. Names defined in"
+        " other cells do not count, as at grading.)"
+    )
+    return lines
+
+
+start_recording()

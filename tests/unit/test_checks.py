@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from workbook import run, run_timed
-from workbook.checks import CheckFailure, Checks, Said, expect_equal, expect_raises
+from workbook.checks import (
+    CheckFailure,
+    Checks,
+    DemoError,
+    Said,
+    demo,
+    expect_equal,
+    expect_raises,
+)
 from workbook.selfcheck import report_text
 from workbook.vtime import VirtualDeadlineExceeded
 
@@ -142,3 +150,51 @@ def test_said_shows_an_outcome_verbatim() -> None:
     assert repr(Said.of(False, KeyError("k"))) == "raised KeyError(\"'k'\")"
     failure = CheckFailure("f()", Said.of(True, "x"), "raises ParseError")
     assert str(failure).splitlines()[1] == "got:      returned 'x'"
+
+
+# ───────────────────────────────────────────────────────── demo cells
+
+
+def learner_cells() -> Any:
+    """Two functions as a notebook's answer cell defines them (the export's file name)."""
+    from workbook.modules import execute, fresh_module
+
+    module = fresh_module("answers")
+    source = (
+        "def content_key(row):\n    return canonical(row)\n\n\n"
+        "def canonical(row):\n    raise ValueError('no canonical form')\n"
+    )
+    execute(module, source, "/work/03_build.ipynb [cell 15]")
+    return module
+
+
+def test_a_demo_shows_a_learners_error_as_feedback() -> None:
+    answers = learner_cells()
+    with pytest.raises(DemoError) as caught, demo("a key for every row"):
+        answers.content_key({"a": 1})
+    lines = caught.value.text.splitlines()
+    assert lines[0].startswith("called:   content_key(...), from this demo (line ")
+    assert lines[0].endswith('`answers.content_key({"a": 1})`)')
+    assert lines[1] == (
+        "got:      raised ValueError('no canonical form') in your canonical, line 6:"
+        " `raise ValueError('no canonical form')`"
+    )
+    assert lines[2] == "expected: a key for every row"
+    # IPython shows these lines in place of a traceback; the cell still counts as failed.
+    assert caught.value._render_traceback_() == lines
+
+
+def test_a_demo_on_a_stub_says_not_yet(capsys: pytest.CaptureFixture[str]) -> None:
+    with demo():
+        raise NotImplementedError("content_key: canonical JSON first")
+    assert capsys.readouterr().out == "Not yet: content_key: canonical JSON first\n"
+
+
+def test_a_demo_error_in_the_demos_own_code_names_its_line() -> None:
+    with pytest.raises(DemoError) as caught, demo():
+        returned: Any = None
+        len(returned)
+    text = caught.value.text
+    assert text.startswith("called:   this demo, on what your answers returned\n")
+    assert "raised TypeError(\"object of type 'NoneType' has no len()\") at line" in text
+    assert "`len(returned)`" in text

@@ -1,8 +1,10 @@
 """The learner copy (`make release`), built into a temporary folder and used as a learner would.
 
-It ships nothing secret (and the scan finds secrets planted in every disguise), its own
-`make check` passes once every build's answer cells are the solutions' and fails on the
-untouched stubs with a summary a learner can read, and `make reset BUILD=03` puts the stubs
+It is built from a git checkout's committed tree (a checkout of this working tree, made in a
+temp folder) and refused outside one or while the exercises differ from the commit; it ships
+nothing secret (and the scan finds secrets planted in every disguise), the instructor's grader
+gives its stubs zero, its own `make check` passes once every build's answer cells are the
+solutions' and says per build what is left otherwise, and `make reset BUILD=03` puts the stubs
 back after keeping the learner's version. The copy's commands run with its own `workbook` and
 `etl` packages first on the path (what its fresh ``.venv`` would install), on this venv's
 interpreter.
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import release
+from grader import leakscan, release
 from workbook.export import cell_source, cell_tags, read_notebook
 from workbook.manifest import load_manifest, repo_root
 
@@ -32,10 +34,40 @@ MANIFEST = load_manifest()
 BUILDS = [e for e in MANIFEST.entries if e.solution and (ROOT / e.solution).exists()]
 
 
+def git(where: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(where), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def checkout_of_this_tree(where: Path) -> Path:
+    """A git checkout in `where` whose one commit is this working tree as it is now (every
+    file git tracks or would track), so the release is built from what is here."""
+    listed = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (where / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, where / name)
+    git(where, "init", "-q")
+    git(where, "add", "-A")
+    git(where, "commit", "-q", "-m", "snapshot")
+    return where
+
+
 @pytest.fixture(scope="module")
-def learner_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return checkout_of_this_tree(tmp_path_factory.mktemp("checkout"))
+
+
+@pytest.fixture(scope="module")
+def learner_copy(tmp_path_factory: pytest.TempPathFactory, checkout: Path) -> Path:
     out = tmp_path_factory.mktemp("release") / "run-it-twice"
-    release.build(out)
+    release.build(out, checkout)
     return out
 
 
@@ -78,7 +110,7 @@ def fill_with_solutions(copy: Path) -> list[str]:
 
 
 def test_the_copy_holds_what_a_learner_needs_and_no_secret(learner_copy: Path) -> None:
-    assert release.leaks(learner_copy) == []
+    assert leakscan.leaks(learner_copy) == []
     shipped = {p.relative_to(learner_copy).as_posix() for p in learner_copy.rglob("*")}
     assert not {"solutions", "tests/hidden", ".git"} & shipped
     assert not [p for p in shipped if p.endswith("mutants.toml") or "/seams" in p]
@@ -98,16 +130,64 @@ def test_the_copy_holds_what_a_learner_needs_and_no_secret(learner_copy: Path) -
     assert "<!-- instructor -->" not in (learner_copy / "README.md").read_text()
 
 
-def test_building_twice_gives_the_same_files(tmp_path: Path) -> None:
+def test_building_twice_gives_the_same_files(tmp_path: Path, checkout: Path) -> None:
     first, again = tmp_path / "first", tmp_path / "again"
-    release.build(first)
-    release.build(again)
-    release.build(again)  # replaced whole, not merged
+    release.build(first, checkout)
+    release.build(again, checkout)
+    release.build(again, checkout)  # replaced whole, not merged
 
     def files(folder: Path) -> dict[Path, bytes]:
         return {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
     assert files(first) == files(again)
+
+
+def test_it_builds_from_the_committed_tree_only(tmp_path: Path, checkout: Path) -> None:
+    mine = tmp_path / "mine"
+    shutil.copytree(checkout, mine)
+    (mine / "README.md").write_text("# not committed yet\n")
+    (mine / "workbook" / "scratch_notes.py").write_text("SECRET = 1\n")
+    out = tmp_path / "copy"
+    release.build(out, mine)
+    assert (out / "README.md").read_text() != "# not committed yet\n"
+    assert not (out / "workbook" / "scratch_notes.py").exists()
+
+
+def test_it_refuses_outside_a_git_checkout(tmp_path: Path, checkout: Path) -> None:
+    loose = tmp_path / "loose"
+    shutil.copytree(checkout, loose, ignore=shutil.ignore_patterns(".git"))
+    with pytest.raises(SystemExit, match="is not a git checkout with a commit"):
+        release.build(tmp_path / "copy", loose)
+    assert not (tmp_path / "copy").exists()
+
+
+@pytest.mark.parametrize("change", ["answered", "untracked", "deleted"])
+def test_it_refuses_when_the_exercises_are_not_the_committed_stubs(
+    tmp_path: Path, checkout: Path, change: str
+) -> None:
+    mine = tmp_path / "mine"
+    shutil.copytree(checkout, mine)
+    entry = MANIFEST.entry("03")
+    if change == "answered":  # the instructor solved the exercise to try it out
+        shutil.copy(ROOT / str(entry.solution), mine / entry.path)
+    elif change == "untracked":
+        shutil.copy(mine / entry.path, mine / "exercises" / "03_copy.ipynb")
+    else:
+        (mine / entry.path).unlink()
+    with pytest.raises(SystemExit, match="exercises/ differs from the committed stubs"):
+        release.build(tmp_path / "copy", mine)
+
+
+def test_the_graders_give_the_copys_stubs_zero_and_answers_points(
+    learner_copy: Path, tmp_path: Path
+) -> None:
+    assert release.stub_grades(learner_copy) == []
+    copy = copy_of(learner_copy, tmp_path)
+    fill_with_solutions(copy)
+    earned = release.stub_grades(copy)
+    for entry in BUILDS:
+        assert any(line.startswith(f"{entry.path}: ") for line in earned), earned
+    assert not any(line.startswith(release.PRISTINE) for line in earned), earned
 
 
 def _definition(source: str, name: str) -> str:
@@ -124,6 +204,31 @@ def _solution_source(number: str) -> str:
     entry = MANIFEST.entry(number)
     cells = read_notebook(ROOT / str(entry.solution))["cells"]
     return "\n\n".join(cell_source(c) for c in cells if "answer" in cell_tags(c))
+
+
+def _quiz_answers() -> dict[str, object]:
+    """The quiz solution's answer dict, as its answer cell assigns it."""
+    source = _solution_source("08")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            found: dict[str, object] = ast.literal_eval(node.value)
+            return found
+    raise LookupError("no answer dict in the quiz solution")
+
+
+def test_a_concept_notebook_may_show_what_it_teaches(tmp_path: Path) -> None:
+    """Notebook 02 builds `content_id` as the lesson; the same definition elsewhere leaks."""
+    fake = tmp_path / "fake"
+    (fake / "notebooks").mkdir(parents=True)
+    taught = {name for path, name in leakscan.taught_names() if path.startswith("notebooks/02")}
+    assert "content_id" in taught
+    shutil.copy(ROOT / "notebooks" / "02_content_addressed_writes.ipynb", fake / "notebooks")
+    assert leakscan.leaks(fake) == []
+    shutil.copy(
+        ROOT / "notebooks" / "02_content_addressed_writes.ipynb",
+        fake / "notebooks" / "04_copy.ipynb",
+    )
+    assert any("04_copy.ipynb: defines build 03's answer" in p for p in leakscan.leaks(fake))
 
 
 def _notebook(*cells: tuple[str, str]) -> str:
@@ -165,11 +270,26 @@ def test_the_scan_finds_secrets_in_every_disguise(tmp_path: Path) -> None:
     line = next(
         ln.strip()
         for ln in _definition(_solution_source("03"), "with_retry").splitlines()
-        if "retry_after" in ln and len(ln.strip()) >= release.MIN_SECRET_LINE
+        if "retry_after" in ln and len(ln.strip()) >= leakscan.MIN_SECRET_LINE
     )
     cells.append(("markdown", f"A hint, copied from somewhere:\n\n    {line}\n"))
     (fake / "notebooks" / "06_copy.ipynb").write_text(_notebook(*cells))
-    problems = "\n".join(release.leaks(fake))
+    # A build's answer, written anew, where no concept notebook teaches it.
+    (fake / "workbook" / "digest.py").write_text(
+        "import hashlib\n\n\ndef content_id(kind, canonical):\n"
+        "    return hashlib.sha256(kind.encode() + b'\\0' + canonical.encode()).hexdigest()\n"
+    )
+    planted["content_id"] = "workbook/digest.py: defines build 03's answer `content_id`"
+    if any(e.number == "08" for e in BUILDS):
+        key, value = next(iter(_quiz_answers().items()))
+        as_python = repr({key: value}).replace(": ", " :  ").replace(", ", ",\n    ")
+        # In a docstring example, spaced and quoted another way, and in a comment.
+        (fake / "workbook" / "grading_notes.py").write_text(
+            f'"""How the key looks.\n\n    >>> check({as_python})\n"""\n'
+            f"# e.g. {key} = {json.dumps(value)}\n"
+        )
+        planted["quiz in a docstring"] = "workbook/grading_notes.py: the quiz answer"
+    problems = "\n".join(leakscan.leaks(fake))
     for what, words in planted.items():
         assert words in problems, f"{what} not found in:\n{problems}"
     assert "judges.py" in problems
@@ -187,24 +307,42 @@ def test_the_copys_check_passes_once_every_build_is_done(
     done = in_copy(copy, "workbook.verify")
     said = done.stdout + done.stderr
     assert done.returncode == 0, said[-4000:]
-    assert "make check passed." in said
-    assert "Every build is done." in said
+    for entry in BUILDS:
+        assert f"\n{entry.number}  done\n" in said
+        assert f"✓ {entry.path} runs to the end" in said
+    assert "make check passed: every build is done." in said
 
 
-def test_on_the_stubs_the_copys_check_fails_with_a_readable_summary(
+def test_on_the_stubs_the_copys_check_says_per_build_what_is_left(
     learner_copy: Path, tmp_path: Path
 ) -> None:
     copy = copy_of(learner_copy, tmp_path)
-    stubs = in_copy(copy, "workbook.verify", "--only", "visible")
+    stubs = in_copy(copy, "workbook.verify")
     said = stubs.stdout + stubs.stderr
     assert stubs.returncode == 1, said[-4000:]
-    summary = said[said.index("━━ summary ━━") :]
-    assert "visible tests (your builds)" in summary and "FAILED" in summary
-    assert "make check failed: visible tests (your builds)." in summary
-    # The learner sees which check failed, and why, in words.
-    assert "test_fnv1a_vectors" in said and "not done yet: fnv1a_64" in said
+    assert "Read from the saved notebooks in exercises/" in said
+    for entry in BUILDS:
+        assert f"\n{entry.number}  not started\n" in said
+    assert "failed" not in said.replace("make check failed", "")  # no wall of pytest failures
+    # One build done, one begun: a line each, and what to do next in the one begun.
+    fill_with_solutions(copy)
+    entry = MANIFEST.entry("03")
+    nb = read_notebook(copy / entry.path)
+    for cell in nb["cells"]:
+        if "answer" in cell_tags(cell):
+            cell["source"] = cell_source(cell).replace("raise ParseError(", "raise ValueError(")
+    (copy / entry.path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    one = in_copy(copy, "workbook.verify", "--build", "03")
+    said = one.stdout + one.stderr
+    assert one.returncode == 1, said[-4000:]
+    assert "\n03  failing: content_key_is_stable_and_distinguishes_rows\n" in said
+    assert "expected: raises ParseError" in said
+    assert f"✗ {entry.path}: the code cell under 'Step 2'" in said
+    assert "\n05  " not in said  # BUILD=03 checks build 03 alone
+    assert in_copy(copy, "workbook.verify", "--build", "05").returncode == 0
     progress = in_copy(copy, "workbook", "progress")
-    assert "0 of" in progress.stdout and "builds done" in progress.stdout
+    assert "Read from the saved notebooks" in progress.stdout
+    assert "builds done" in progress.stdout
 
 
 def test_make_reset_restores_the_stubs_and_keeps_the_learners_version(
