@@ -31,15 +31,26 @@ from typing import Any, TextIO
 
 from grader import Runner
 from grader.cache import Cache, grade_key, grader_digest
+from grader.cleanup import remove_stale_scratch
 from grader.digest import content_id
-from grader.discovery import NOT_SUBMITTED, Found, find_notebook, learner_folders
+from grader.discovery import (
+    NOT_SUBMITTED,
+    Found,
+    Learner,
+    find_notebook,
+    scan_class,
+    scan_learner,
+    zip_reason,
+)
+from grader.escape import shown
+from grader.forkclient import SCRATCH_ROOT
 from grader.grades import BuildGrade, ClassReport, LearnerGrade, one_line
 from grader.pool import RunnerPool
 from grader.progressbar import Progress
-from grader.reports import write_outputs
+from grader.reports import OutputFolderError, check_out, write_outputs
 from grader.results import Outcome, SubmissionResult, TestResult
 from grader.runner import GRADER_FAULT
-from grader.sandbox import Limits
+from grader.sandbox import WALLS_MODES, Limits, WallsMode, refusal, walls_identity, walls_problem
 from grader.suites import has_suite, load_suite
 from workbook.errors import WorkbookError
 from workbook.export import export_source
@@ -77,10 +88,17 @@ def grade_class(
     limits: Limits | None = None,
     manifest: Manifest | None = None,
     progress: TextIO | None = None,
+    walls: WallsMode = "bwrap",
 ) -> ClassReport:
     """Grade every learner folder in `submissions`, write the outputs into `out`, and return
-    what was written. Nothing a submission does raises out of here."""
+    what was written. Nothing a submission does raises out of here; an `out` that cannot
+    hold the outputs raises `OutputFolderError` before anything is graded."""
     start = time.perf_counter()
+    found_class = scan_class(submissions)
+    check_out(out, len(found_class.learners))
+    # Scratch of an earlier batch that was killed (whatever its learners left in it) goes
+    # first; what cannot be removed is said, and never stops this batch.
+    notes = [f"stale scratch not removed: {p}" for p in remove_stale_scratch(SCRATCH_ROOT)]
     manifest = manifest or load_manifest()
     root = manifest.root
     hidden = root / "tests" / "hidden"
@@ -88,14 +106,18 @@ def grade_class(
     builds = [e for e in manifest.graded if has_suite(e.number, hidden)]
     skipped = [e.number for e in manifest.graded if not has_suite(e.number, hidden)]
     cache = Cache(out / ".cache" / "grades")
-    digests = {e.number: grader_digest(e.number, root, hidden, limits) for e in builds}
+    # The walls are part of every grade's key: one made without them never serves a walled run.
+    walled = walls_identity(walls)
+    digests = {
+        e.number: content_id("walled", f"{grader_digest(e.number, root, hidden, limits)}:{walled}")
+        for e in builds
+    }
     suites = {e.number: load_suite(e.number, hidden) for e in builds}
 
     jobs: list[BuildJob] = []
-    learners = [LearnerGrade(folder.name) for folder in learner_folders(submissions)]
-    for learner in learners:
-        for entry in builds:
-            found = find_notebook(submissions / learner.learner, entry)
+    learners = [LearnerGrade(x.name) for x in found_class.learners]
+    for learner, member in zip(learners, found_class.learners, strict=True):
+        for entry, found in zip(builds, _find_builds(learner, member, builds), strict=True):
             jobs.append(BuildJob(learner.learner, entry, found))
 
     bar = Progress(len(jobs), progress)
@@ -107,7 +129,14 @@ def grade_class(
         else:
             pending.append(job)
 
-    report = ClassReport(builds=builds, learners=learners, skipped_builds=skipped)
+    report = ClassReport(
+        builds=builds,
+        learners=learners,
+        skipped_builds=skipped,
+        not_graded=found_class.not_graded,
+        notes=notes,
+        walls=walls,
+    )
     # The same cells handed in twice (untouched stubs, a shared copy) are run once.
     same: dict[str, list[BuildJob]] = collections.defaultdict(list)
     for job in pending:
@@ -116,7 +145,8 @@ def grade_class(
     unique = [group[0] for group in same.values()]
     if unique:
         size = min(workers or os.cpu_count() or 1, len(unique))
-        with RunnerPool(size, limits, hide=(submissions.resolve(), out.resolve())) as pool:
+        hide = (submissions.resolve(), out.resolve())
+        with RunnerPool(size, limits, hide=hide, walls=walls) as pool:
             report.isolation = pool.isolation()
 
             def grade(runner: Runner, job: BuildJob) -> None:
@@ -141,9 +171,38 @@ def grade_class(
     report.graded = len(unique)
     report.from_cache = sum(1 for j in jobs if j.grade is not None and j.grade.cached)
     report.stub_ids = _stub_ids(builds, root)
+    if cache.unwritten:
+        report.notes.append(
+            f"{cache.unwritten} grade(s) could not be stored in the cache: they are graded"
+            " again next time"
+        )
     write_outputs(report, out)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _find_builds(learner: LearnerGrade, member: Learner, builds: Sequence[Entry]) -> list[Found]:
+    """Each build's notebook in the learner's folder, from one walk of it; what stands in the
+    way of all of them (a zip instead of a folder, an unreadable folder) is the learner's
+    `problem`, and what was found but not read goes in their notes."""
+    beside = [f"{z} beside the folder was not read (graded from the folder)" for z in member.zips]
+    if member.folder is None:
+        learner.problem = zip_reason(member.zips)
+        return [Found(None, learner.problem) for _ in builds]
+    try:
+        scanned = scan_learner(member.folder)
+        found = [find_notebook(scanned, entry) for entry in builds]
+    except Exception as exc:  # one folder that cannot be searched stops no one else
+        learner.problem = f"the folder could not be searched: {type(exc).__name__}: {exc}"
+        return [Found(None, learner.problem) for _ in builds]
+    if scanned.problem is not None:
+        learner.problem = scanned.problem
+    elif scanned.zips and all(f.path is None for f in found):
+        learner.problem = zip_reason(scanned.zips)
+    elif scanned.zips:
+        beside += [f"{z} was not read (zips are not unpacked)" for z in scanned.zips]
+    learner.notes += [*beside, *scanned.notes]
+    return [Found(None, learner.problem) for _ in builds] if learner.problem else found
 
 
 def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
@@ -229,8 +288,16 @@ def main(argv: Sequence[str] | None = None, *, stdout: Callable[[str], None] = p
     parser.add_argument("submissions", type=Path, help="one folder per learner")
     parser.add_argument("--out", type=Path, default=Path("grades"))
     parser.add_argument("--workers", type=int, default=None, help="default: one per core")
+    parser.add_argument(
+        "--walls",
+        choices=WALLS_MODES,
+        default="bwrap",
+        help="bwrap (default; refuses where it cannot), off, or container (one per container)",
+    )
     args = parser.parse_args(argv)
-    return grade_and_report(args.submissions, args.out, workers=args.workers, stdout=stdout)
+    return grade_and_report(
+        args.submissions, args.out, workers=args.workers, stdout=stdout, walls=args.walls
+    )
 
 
 def grade_and_report(
@@ -239,12 +306,21 @@ def grade_and_report(
     *,
     workers: int | None = None,
     stdout: Callable[[str], None] = print,
+    walls: WallsMode = "bwrap",
 ) -> int:
     """Grade the class, print where the outputs are; 0 once grading finished, 2 when the
-    submissions folder is missing, the output folder is inside it, or either holds the
-    repository."""
+    submissions folder is missing, the output folder is inside it, either holds the
+    repository, or walls were asked for (the default) and cannot be raised here (one
+    paragraph: what is missing, how to install it, how to grade without)."""
+    problem = walls_problem(sys.executable) if walls == "bwrap" else None
+    if problem is not None:
+        stdout(refusal(problem))
+        return 2
     if not submissions.is_dir():
         stdout(f"SUBMISSIONS={submissions}: no such folder (one subfolder per learner).")
+        return 2
+    if not os.access(submissions, os.R_OK | os.X_OK):
+        stdout(f"SUBMISSIONS={submissions} cannot be read: give this user read access to it.")
         return 2
     sub, dest = submissions.resolve(), out.resolve()
     if sub == repo_root() or sub in repo_root().parents:
@@ -256,13 +332,21 @@ def grade_and_report(
     if dest == sub or sub in dest.parents:
         stdout(f"OUT={out} is inside SUBMISSIONS={submissions}: it would be graded as a learner.")
         return 2
-    report = grade_class(submissions, out, workers=workers)
+    try:
+        report = grade_class(submissions, out, workers=workers, walls=walls)
+    except OutputFolderError as exc:
+        stdout(shown(str(exc)))
+        return 2
+    except OSError as exc:  # OUT failed while the outputs were written (it filled up)
+        stdout(shown(f"OUT={out} could not be written: {exc}; run again once it can be."))
+        return 2
     learners = len(report.learners)
     per = report.seconds / learners if learners else 0.0
     stdout(
         f"Graded {learners} learner(s) in {report.seconds:.1f} s ({per:.2f} s per learner):"
         f" {report.graded} notebook(s) run, {report.from_cache} from the cache."
     )
+    stdout(f"  {report.isolation.summary if report.isolation else 'walls: ' + walls}")
     if report.isolation is not None:
         iso = report.isolation
         for label, text in (
@@ -276,6 +360,14 @@ def grade_and_report(
         stdout("  not graded (no hidden suite yet): " + ", ".join(report.skipped_builds))
     statuses = collections.Counter(g.status for g in report.learners)
     stdout("  " + ", ".join(f"{statuses[s]} {s}" for s in ("graded", "partial", "error")))
+    looks = [g for g in report.learners if g.needs_a_look]
+    if looks or report.not_graded or report.notes:
+        stdout(
+            f"  {len(looks) + len(report.not_graded)} folder(s) or file(s) need a look:"
+            " listed at the end of summary.md"
+        )
+        for note in report.notes:
+            stdout("  " + shown(note))
     stdout(f"Wrote {out}/grades.csv, {out}/feedback/ ({learners} files), {out}/summary.md.")
     return 0
 

@@ -78,6 +78,8 @@ class Cache:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self.unwritten = 0
+        """How many grades `put` could not store (the disk filled up, say)."""
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
@@ -87,15 +89,24 @@ class Cache:
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
             if data.get("key") != key:
                 return None
-            return result_from_json(data["result"])
-        except (OSError, ValueError, KeyError, TypeError):
+            result = result_from_json(data["result"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
+        # Never served, even if an older grader stored one: a fault says nothing of the work.
+        return None if result.grader_fault else result
 
-    def put(self, key: str, result: SubmissionResult) -> None:
+    def put(self, key: str, result: SubmissionResult) -> bool:
+        """Store `result` under `key`; False when it was not stored (a grader fault, or the
+        cache could not be written: the grade then stands, it is just not remembered)."""
         if result.grader_fault:
-            return
+            return False
         data = {"key": key, "result": result.as_json()}
-        replace_file(self._path(key), json.dumps(data, sort_keys=True, indent=1) + "\n")
+        try:
+            replace_file(self._path(key), json.dumps(data, sort_keys=True, indent=1) + "\n")
+        except OSError:
+            self.unwritten += 1
+            return False
+        return True
 
 
 def result_from_json(data: dict[str, Any]) -> SubmissionResult:
@@ -125,8 +136,13 @@ def _test_from_json(data: dict[str, Any]) -> TestResult:
 
 
 def replace_file(path: Path, text: str) -> None:
-    """Replace `path` with `text` at once (a reader never sees half a file)."""
+    """Replace `path` with `text` at once (a reader never sees half a file). The partial file's
+    name is short whatever `path`'s is (`grader.cleanup.PARTIAL`), and it is removed however
+    the write ends; text that cannot be UTF-8 (a lone surrogate) is written escaped."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    partial.write_text(text, encoding="utf-8", newline="\n")
-    partial.replace(path)
+    partial = path.with_name(f".rit-{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        partial.write_text(text, encoding="utf-8", errors="backslashreplace", newline="\n")
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)

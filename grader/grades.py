@@ -48,8 +48,15 @@ class BuildGrade:
 
 @dataclass
 class LearnerGrade:
+    """One learner: `learner` is their folder's name, kept whole (outputs escape it)."""
+
     learner: str
     builds: list[BuildGrade] = field(default_factory=list)
+    problem: str = ""
+    """Why nothing of the folder could be graded (a zip where the folder should be, a
+    symlink, an unreadable folder): the whole reason, and the status is ``error``."""
+    notes: list[str] = field(default_factory=list)
+    """What else was found and not read (a zip beside the folder, a search cut short)."""
 
     @property
     def total(self) -> int:
@@ -61,6 +68,8 @@ class LearnerGrade:
 
     @property
     def status(self) -> LearnerStatus:
+        if self.problem:
+            return "error"
         statuses = {b.status for b in self.builds}
         if statuses <= {"graded"}:
             return "graded"
@@ -70,13 +79,19 @@ class LearnerGrade:
 
     @property
     def reason(self) -> str:
-        parts = []
-        for build in self.builds:
+        parts = [one_line(self.problem, 300)] if self.problem else []
+        for build in [] if self.problem else self.builds:
             if build.status == "graded":
                 continue
             why = build.found.problem or build.result.reason or build.status
             parts.append(f"{build.entry.number}: {one_line(why, 200)}")
+        parts += [one_line(note, 200) for note in self.notes]
         return "; ".join(parts)
+
+    @property
+    def needs_a_look(self) -> bool:
+        """The instructor should read this learner's line: nothing graded, or notes."""
+        return self.status == "error" or bool(self.notes)
 
 
 @dataclass
@@ -89,3 +104,10 @@ class ClassReport:
     isolation: Isolation | None = None
     skipped_builds: list[str] = field(default_factory=list)
     stub_ids: dict[str, str] = field(default_factory=dict)
+    walls: str = "bwrap"
+    """How the learners' code was walled in (`grader.sandbox.WALLS_MODES`): every row says it."""
+    not_graded: list[tuple[str, str]] = field(default_factory=list)
+    """Entries of the submissions folder that are no learner's folder: (name, why)."""
+    notes: list[str] = field(default_factory=list)
+    """What the batch itself met (stale scratch it could not remove, cache writes that
+    failed): printed and in the summary, never a reason to stop."""

@@ -10,7 +10,9 @@ from typing import TextIO
 
 class Progress:
     """A one-line progress bar on stderr (redrawn in place on a terminal; elsewhere a line
-    every tenth of the way, so a CI log stays short)."""
+    every tenth of the way, so a CI log stays short). It shows counts only, never a learner's
+    text; a stream that can no longer be written (closed, a broken pipe) turns it off rather
+    than stopping the batch."""
 
     def __init__(self, total: int, stream: TextIO | None = None, width: int = 30) -> None:
         self.total = max(total, 1)
@@ -19,7 +21,11 @@ class Progress:
         self.done = 0
         self.cached = 0
         self.start = time.perf_counter()
-        self.tty = self.stream.isatty()
+        try:
+            self.tty = self.stream.isatty()
+        except (OSError, ValueError):
+            self.tty = False
+        self.off = False
         self._shown_tenths = -1
         self._lock = threading.Lock()
 
@@ -28,9 +34,14 @@ class Progress:
             self.done += 1
             self.cached += cached
             tenths = self.done * 10 // self.total
+            if self.off:
+                return
             if self.tty or tenths != self._shown_tenths or self.done == self.total:
                 self._shown_tenths = tenths
-                self._draw()
+                try:
+                    self._draw()
+                except (OSError, ValueError):  # ValueError: the stream was closed
+                    self.off = True
 
     def _draw(self) -> None:
         filled = self.width * self.done // self.total

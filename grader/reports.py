@@ -3,11 +3,17 @@
 tests as the manifest lists them).
 
 - ``grades.csv``: ``learner``, one column per graded build, ``total``, ``max``, ``status``
-  (``graded``, ``partial`` or ``error``) and ``reason``;
+  (``graded``, ``partial`` or ``error``), ``reason`` and ``walls`` (``bwrap``, ``off`` or
+  ``container``: how the learners' code was walled in);
 - ``feedback/<learner>.md``: per test, passed or not, the judge's message and the hint (never
   the hidden code or expected values, never the learner's own output);
 - ``summary.md`` and ``summary.csv``: per test, how many of the learners who handed the build
-  in failed it, most often wrong first (what to reteach); identical submissions.
+  in failed it, most often wrong first (what to reteach); identical submissions; and, when
+  there are any, the folders and files that need a look (learners nothing could be graded of,
+  zips, what is in the submissions folder and is no learner's).
+
+Learner names, paths and messages are the learners' text: each output escapes them for its
+format (`grader.escape`), and feedback file names come from `grader.escape.file_names`.
 """
 
 from __future__ import annotations
@@ -15,31 +21,74 @@ from __future__ import annotations
 import collections
 import csv
 import io
-import re
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.cache import replace_file
+from grader.cleanup import remove_partials
+from grader.escape import code, csv_cell, fenced, file_names, markdown
 from grader.grades import ClassReport, LearnerGrade, one_line
 from grader.results import Outcome, TestResult
 
 #: How much of a judge's message the feedback shows (lines, characters per line).
 MESSAGE_LINES, MESSAGE_WIDTH = 16, 400
+#: Room the outputs may need on disk: a feedback file and cached grades per learner (the
+#: largest feedback, every message at its cut, is well under this), plus the class files.
+BYTES_PER_LEARNER, BYTES_FIXED = 256 * 1024, 4 * 2**20
+
+
+class OutputFolderError(Exception):
+    """OUT cannot hold the outputs (not writable, not a folder, too little room): one line."""
+
+
+def check_out(out: Path, learners: int) -> None:
+    """Make sure `out` can take every output before any grading starts: each folder the
+    outputs go to is created and a file written and removed in it; a pinned output name that
+    is a folder, or too little free space for `learners`, is refused. Raises
+    `OutputFolderError` saying what is wrong; changes nothing else, so a repeat is harmless."""
+    folders = (out, out / "feedback", out / ".cache" / "grades")
+    for folder in folders:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            replace_file(folder / ".rit-write-check", "")
+            (folder / ".rit-write-check").unlink()
+        except OSError as exc:
+            raise OutputFolderError(
+                f"OUT={out} cannot be written ({folder}: {exc.strerror or exc}): choose another"
+                " OUT= or make it writable; nothing was graded."
+            ) from None
+    for name in ("grades.csv", "summary.md", "summary.csv"):
+        if (out / name).is_dir():
+            raise OutputFolderError(
+                f"OUT={out}: {name} is a folder, so it cannot be replaced: move it away;"
+                " nothing was graded."
+            )
+    stats = os.statvfs(out)
+    free = stats.f_bavail * stats.f_frsize
+    need = BYTES_FIXED + learners * BYTES_PER_LEARNER
+    if free < need:
+        raise OutputFolderError(
+            f"OUT={out} has {free / 2**20:.1f} MiB free; the outputs of {learners} learner(s)"
+            f" may need {need / 2**20:.1f} MiB: free some space or choose another OUT=;"
+            " nothing was graded."
+        )
 
 
 def write_outputs(report: ClassReport, out: Path) -> None:
     """grades.csv, feedback/<learner>.md, summary.md and summary.csv, each replaced whole;
     feedback of learners no longer in the class is removed."""
     out.mkdir(parents=True, exist_ok=True)
-    replace_file(out / "grades.csv", grades_csv(report))
     feedback = out / "feedback"
     feedback.mkdir(exist_ok=True)
-    keep = set()
+    for folder in (out, feedback):
+        remove_partials(folder)  # left by a batch that was killed while writing
+    replace_file(out / "grades.csv", grades_csv(report))
+    names = feedback_files(report)
     for learner in report.learners:
-        name = f"{learner.learner}.md"
-        keep.add(name)
-        replace_file(feedback / name, feedback_md(learner))
+        replace_file(feedback / names[learner.learner], feedback_md(learner))
+    keep = set(names.values())
     for stale in feedback.glob("*.md"):
         if stale.name not in keep:
             stale.unlink()
@@ -48,31 +97,31 @@ def write_outputs(report: ClassReport, out: Path) -> None:
     replace_file(out / "summary.md", summary_md(report, rows))
 
 
+def feedback_files(report: ClassReport) -> dict[str, str]:
+    """Each learner's feedback file name in ``feedback/``: bounded, escaped, never shared."""
+    stems = file_names(g.learner for g in report.learners)
+    return {learner: f"{stem}.md" for learner, stem in stems.items()}
+
+
 def grades_csv(report: ClassReport) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     numbers = [e.number for e in report.builds]
-    writer.writerow(["learner", *numbers, "total", "max", "status", "reason"])
+    writer.writerow(["learner", *numbers, "total", "max", "status", "reason", "walls"])
     for learner in report.learners:
         scores = {b.entry.number: b.score for b in learner.builds}
         writer.writerow(
             [
-                learner.learner,
+                csv_cell(learner.learner),
                 *(scores[n] for n in numbers),
                 learner.total,
                 learner.max,
                 learner.status,
-                learner.reason,
+                csv_cell(learner.reason),
+                report.walls,
             ]
         )
     return buffer.getvalue()
-
-
-def _fence(text: str) -> str:
-    """`text` in a code fence longer than any run of backticks inside it."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text}\n{fence}"
 
 
 def _message(text: str) -> str:
@@ -84,7 +133,7 @@ def _message(text: str) -> str:
 
 
 def feedback_md(learner: LearnerGrade) -> str:
-    out = [f"# Feedback for {learner.learner}", ""]
+    out = [f"# Feedback for {markdown(learner.learner)}", ""]
     out.append(
         f"**{learner.total} of {learner.max} points.** Each build below lists its tests;"
         " for each one that did not pass you get what the grader called, what came back,"
@@ -100,12 +149,10 @@ def feedback_md(learner: LearnerGrade) -> str:
             )
             continue
         if build.found.shown:
-            out.append(f"Graded from `{build.found.shown}`.")
+            out.append(f"Graded from {code(build.found.shown)}.")
         if build.status != "graded":
-            out += [
-                "",
-                f"**{build.status}**: " + one_line(build.found.problem or build.result.reason, 600),
-            ]
+            why = one_line(build.found.problem or build.result.reason, 600)
+            out += ["", f"**{build.status}**: " + markdown(why)]
         out += ["", "| | test | points |", "|---|---|---|"]
         for test in build.result.tests:
             mark = "✓" if test.passed else "✗"
@@ -119,13 +166,16 @@ def feedback_md(learner: LearnerGrade) -> str:
             hints = {t.name: t.hint for t in entry.tests}
             for test in failed:
                 out += ["", f"### ✗ `{test.name}` ({test.points} of {test.max_points})", ""]
-                out.append(_fence(_message(test.message)))
+                out.append(fenced(_message(test.message)))
                 if hints.get(test.name):
                     out += ["", f"Hint: {hints[test.name]}"]
         elif failed:
             out += ["", "Every test above failed for that one reason. Start with the hints:"]
             for spec in entry.tests:
                 out.append(f"- `{spec.name}`: {spec.hint}")
+    if learner.problem or learner.notes:
+        out += ["", "## About your folder", ""]
+        out += [f"- {markdown(one_line(n, 600))}" for n in [learner.problem, *learner.notes] if n]
     return "\n".join(out) + "\n"
 
 
@@ -229,7 +279,7 @@ def summary_csv(rows: Sequence[SummaryRow]) -> str:
                 row.wrong,
                 row.not_done,
                 row.broken,
-                row.common,
+                csv_cell(row.common),
             ]
         )
     return buffer.getvalue()
@@ -237,7 +287,7 @@ def summary_csv(rows: Sequence[SummaryRow]) -> str:
 
 def summary_md(report: ClassReport, rows: Sequence[SummaryRow]) -> str:
     learners = report.learners
-    out = ["# Class summary", ""]
+    out = [f"# Class summary (walls: {report.walls})", ""]
     out.append(
         f"{len(learners)} learners; graded builds: {', '.join(e.number for e in report.builds)}."
     )
@@ -276,7 +326,7 @@ def summary_md(report: ClassReport, rows: Sequence[SummaryRow]) -> str:
     ]
     for row in rows:
         seen = "" if row.visible else " (hidden)"
-        common = f"{row.common_count}× {row.common}".replace("|", "\\|") if row.wrong else ""
+        common = markdown(f"{row.common_count}× {row.common}") if row.wrong else ""
         out.append(
             f"| {row.build} | `{row.test}`{seen} | {row.wrong} | {row.not_done} | {row.broken}"
             f" | {row.passed} of {row.submitted} | {common} |"
@@ -289,10 +339,32 @@ def summary_md(report: ClassReport, rows: Sequence[SummaryRow]) -> str:
         )
         out.append("")
         for number, names in groups:
-            out.append(f"- {number}: {', '.join(names)}")
+            out.append(f"- {number}: {', '.join(markdown(n) for n in names)}")
     else:
         out.append("None (untouched stubs left out).")
+    out += _needs_a_look(report)
     return "\n".join(out) + "\n"
+
+
+def _needs_a_look(report: ClassReport) -> list[str]:
+    """Learners with nothing graded or something not read, entries of the submissions folder
+    that are no learner's, and the batch's own notes; nothing at all when there are none."""
+    files = feedback_files(report)
+    lines = []
+    for learner in report.learners:
+        renamed = files[learner.learner] != f"{learner.learner}.md"
+        if learner.needs_a_look or renamed:
+            line = f"- {markdown(learner.learner)}"
+            if renamed:
+                line += f" (feedback: {code('feedback/' + files[learner.learner])})"
+            if learner.reason:
+                line += ": " + markdown(f"{learner.status}: {one_line(learner.reason, 600)}")
+            lines.append(line)
+    lines += [f"- {markdown(name)}: {markdown(why)}" for name, why in report.not_graded]
+    lines += [f"- {markdown(note)}" for note in report.notes]
+    if not lines:
+        return []
+    return ["", "## Folders and files that need a look", "", *lines]
 
 
 def identical_groups(report: ClassReport) -> list[tuple[str, list[str]]]:
