@@ -1,0 +1,237 @@
+"""Gradescope: the autograder bundle (``make autograder``) and what it runs per submission.
+
+`build_bundle(out)` writes ``OUT/autograder.zip``: ``setup.sh`` and ``run_autograder`` at its
+top, then the grader, the hidden suites and reference seams (``tests/hidden``), the manifest,
+``etl``, ``workbook``, the exercises (the stubs, so an untouched one is known) and the
+learner's requirements (`grader.classroom.learner_requirements`). No solution is in it: grading
+never needs one. The same repository gives the same bytes.
+
+Gradescope unzips the bundle into ``/autograder/source``, runs ``setup.sh`` once while it builds
+the image, then ``run_autograder`` once per submission in a fresh container. That runs
+``python -m grader.gradescope run``: the submission (``$AUTOGRADER_ROOT/submission``, default
+``/autograder``) is graded as a class of one by `grader.batch.grade_class`, in ``WALLS=container``
+mode (the container is the disposable outer wall), and ``results/results.json`` is written in
+Gradescope's format: the total as ``score``, one test per graded test of the manifest (visible
+ones ``visible``, hidden ones ``after_published``, so a learner sees them only once grades are
+published), the submission-wide ``output``, ``visibility``, ``stdout_visibility`` (hidden: the
+log is the instructor's) and ``execution_time``. A grading that fails still writes a valid
+results file, scored zero, saying so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from grader.cache import replace_file
+from grader.classroom import learner_requirements
+from grader.grades import ClassReport
+from grader.zips import write_zip
+from workbook.manifest import repo_root
+
+#: What the bundle holds besides its two scripts, relative to the repository.
+BUNDLE = (
+    "grader",
+    "etl",
+    "workbook",
+    "tests/__init__.py",
+    "tests/hidden",
+    "exercises",
+    "workbook.toml",
+    "pyproject.toml",
+    "LICENSE",
+)
+#: Never bundled from those folders: caches, checkpoints, backups, anything hidden.
+SKIPPED_PARTS = frozenset({"__pycache__", "node_modules"})
+DEFAULT_ROOT = "/autograder"
+#: The walls mode a container gives: one submission per disposable container.
+WALLS = "container"
+#: How much of one test's message Gradescope shows.
+OUTPUT_CHARS = 4000
+
+SETUP = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, while it builds the autograder's image: the grader's
+# interpreter (3.11 or newer), bubblewrap, and the packages grading needs, in /autograder/venv.
+set -euo pipefail
+cd /autograder/source
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y --no-install-recommends bubblewrap ca-certificates
+if python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    PYTHON=python3
+    apt-get install -y --no-install-recommends python3-venv
+else  # Ubuntu 22.04 ships 3.10
+    PYTHON=python3.11
+    apt-get install -y --no-install-recommends python3.11 python3.11-venv
+fi
+"$PYTHON" -m venv /autograder/venv
+/autograder/venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+# Graders may drop to another user: the interpreter must stay readable to it.
+chmod -R a+rX /autograder/venv
+"""
+
+RUN = """#!/usr/bin/env bash
+# Gradescope runs this once per submission, in a fresh container: grade
+# $AUTOGRADER_ROOT/submission (default /autograder) and write results/results.json.
+# AUTOGRADER_PYTHON picks the interpreter (default: the one setup.sh made).
+set -uo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
+[ -x "$PYTHON" ] || PYTHON=python3
+cd "$ROOT/source" || exit 1
+# The bundle's own packages, for the grader and every interpreter it starts.
+export PYTHONPATH="$ROOT/source${PYTHONPATH:+:$PYTHONPATH}"
+export WALLS=container
+exec "$PYTHON" -m grader.gradescope run --root "$ROOT"
+"""
+
+
+def bundle_files(root: Path | None = None) -> dict[str, str | bytes]:
+    """Name inside the bundle -> content: the two scripts, then `BUNDLE` (files only, no
+    caches, nothing hidden, no links), the requirements cut to the learner's."""
+    root = root or repo_root()
+    files: dict[str, str | bytes] = {"setup.sh": SETUP, "run_autograder": RUN}
+    for name in BUNDLE:
+        path = root / name
+        paths = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
+        for item in paths:
+            relative = item.relative_to(root)
+            odd = any(p.startswith(".") or p in SKIPPED_PARTS for p in relative.parts)
+            if not odd and item.is_file() and not item.is_symlink() and item.suffix != ".pyc":
+                files[relative.as_posix()] = item.read_bytes()
+    requirements = (root / "requirements.txt").read_text(encoding="utf-8")
+    files["requirements.txt"] = learner_requirements(requirements)
+    return files
+
+
+def build_bundle(out: Path, root: Path | None = None) -> Path:
+    """Write ``out/autograder.zip`` (replaced whole) and return its path."""
+    path = out / "autograder.zip"
+    write_zip(path, bundle_files(root), executable=("setup.sh", "run_autograder"))
+    return path
+
+
+# ---------------------------------------------------------------------------------------
+# At run time, inside Gradescope's container.
+
+
+def grade_submission(submission: Path, out: Path, walls: str = WALLS) -> ClassReport:
+    """Grade `submission` (one learner's files) as a class of one into `out`."""
+    from grader.batch import grade_class
+
+    klass = out / "class"
+    shutil.copytree(submission, klass / "submission", symlinks=True)
+    # The walls mode goes in once `grade_class` takes it; until then the runner's own choice
+    # stands (run_autograder also sets WALLS=container in the environment).
+    takes = "walls" in inspect.signature(grade_class).parameters
+    mode: dict[str, Any] = {"walls": walls} if takes else {}
+    return grade_class(klass, out / "grades", **mode)
+
+
+def results(report: ClassReport, seconds: float) -> dict[str, Any]:
+    """Gradescope's ``results.json`` for the one learner of `report`."""
+    learner = report.learners[0]
+    tests = []
+    seen = seen_max = 0
+    for build in learner.builds:
+        hints = {t.name: t.hint for t in build.entry.tests}
+        for i, test in enumerate(build.result.tests, start=1):
+            output = ""
+            if not test.passed:
+                hint = hints.get(test.name)
+                output = test.message + (f"\n\nHint: {hint}" if hint else "")
+            if test.visible:
+                seen, seen_max = seen + test.points, seen_max + test.max_points
+            tests.append(
+                {
+                    "name": f"{build.entry.number} {test.name}",
+                    "number": f"{build.entry.number}.{i}",
+                    "score": test.points,
+                    "max_score": test.max_points,
+                    "status": "passed" if test.passed else "failed",
+                    "output": _cut(output),
+                    "visibility": "visible" if test.visible else "after_published",
+                }
+            )
+    hidden = sum(1 for t in tests if t["visibility"] != "visible")
+    summary = [
+        f"Visible checks: {seen} of {seen_max} points. The {hidden} hidden tests are shown"
+        " once your instructor publishes the grades."
+    ]
+    summary += [f"- {part}" for part in learner.reason.split("; ") if part]
+    return {
+        "score": learner.total,
+        "execution_time": round(seconds),
+        "output": "\n".join(summary),
+        "output_format": "text",
+        "test_output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "extra_data": {"max_score": learner.max, "status": learner.status},
+    }
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= OUTPUT_CHARS else text[: OUTPUT_CHARS - 1] + "…"
+
+
+def failed(reason: str, seconds: float) -> dict[str, Any]:
+    """The results of a grading that did not finish: zero, and why, for the learner too."""
+    return {
+        "score": 0,
+        "execution_time": round(seconds),
+        "output": f"The autograder itself failed ({reason}); this is not about your work."
+        " Your instructor has the log and will regrade.",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [],
+    }
+
+
+def run(root: Path) -> int:
+    """Grade ``root/submission`` and write ``root/results/results.json``; 0 once written."""
+    start = time.perf_counter()
+    (root / "results").mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="rit-gradescope-") as tmp:
+        try:
+            submission = root / "submission"
+            if not submission.is_dir():
+                submission.mkdir(parents=True)
+            data = results(grade_submission(submission, Path(tmp)), time.perf_counter() - start)
+        except Exception as exc:  # the learner still gets a valid page that says what happened
+            traceback.print_exc(file=sys.stdout)
+            data = failed(f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    replace_file(root / "results" / "results.json", text)
+    print(f"score {data['score']}; results in {root / 'results' / 'results.json'}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader.gradescope", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    bundle = commands.add_parser("bundle", help="write OUT/autograder.zip")
+    bundle.add_argument("--out", type=Path, default=Path("autograder"))
+    grade = commands.add_parser("run", help="grade ROOT/submission (inside Gradescope)")
+    grade.add_argument("--root", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if args.command == "bundle":
+        path = build_bundle(args.out)
+        print(f"Wrote {path} ({path.stat().st_size // 1024} KiB): upload it as the autograder.")
+        return 0
+    return run(args.root or Path(os.environ.get("AUTOGRADER_ROOT", DEFAULT_ROOT)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
