@@ -11,7 +11,7 @@ OUT    ?= grades
 CHECKER := workbook.verify
 
 .DEFAULT_GOAL := help
-.PHONY: help lab check progress reset format clean test lint release
+.PHONY: help lab check progress reset clean
 
 help: ## List the commands (this page)
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2} /^# ---- instructor/ {print "\n  for instructors:"}' $(MAKEFILE_LIST)
@@ -21,23 +21,22 @@ $(STAMP): requirements.txt pyproject.toml
 	@echo "Setting up $(VENV) from requirements.txt (first run only; about a minute)..."
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+# Quiet twice: pip shows a local project's build warnings even under one --quiet, and setuptools'
+# "Editable installation" !! box is nothing a learner can act on. Errors still show.
+	@$(PY) -m pip install --quiet --quiet --disable-pip-version-check -r requirements.txt
 	@touch $(STAMP)
 
 lab: $(STAMP) ## Open JupyterLab on the first notebook
 	@$(PY) -m workbook lab
 
-check: $(STAMP) ## Run every test (SUBMISSIONS=dir grades a class into OUT=grades/)
-	@$(PY) -m $(CHECKER) $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)" --out "$(OUT)")
+check: $(STAMP) ## Run every test (BUILD=03: one build; SUBMISSIONS=dir grades a class into OUT=grades/)
+	@$(PY) -m $(CHECKER) $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)" --out "$(OUT)" $(GRADING)) $(if $(BUILD),--build "$(BUILD)")
 
 progress: $(STAMP) ## Show how many checks of each build pass, and what to do next
 	@$(PY) -m workbook progress
 
 reset: $(STAMP) ## Restore one build's stubs, keeping a backup of yours (BUILD=03)
 	@$(PY) -m workbook reset $(BUILD)
-
-format: $(STAMP) ## Reformat code and notebooks with ruff
-	@$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
 
 clean: ## Remove the venv, caches and generated outputs
 	rm -rf $(VENV) build grades artifacts release *.egg-info .pytest_cache .ruff_cache .mypy_cache
@@ -46,7 +45,9 @@ clean: ## Remove the venv, caches and generated outputs
 
 # ---- instructor only: `make release` drops everything from this line on ----
 CHECKER := grader.prove
-.PHONY: test lint release
+# WALLS=off (or container) grades a class without bubblewrap's walls; every grade says so.
+GRADING = $(if $(WALLS),--walls "$(WALLS)")
+.PHONY: test lint format release
 
 test: $(STAMP) ## The fast loop: ruff, ruff format --check, mypy, unit tests not marked slow
 	@$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(PY) -m mypy
@@ -55,5 +56,12 @@ test: $(STAMP) ## The fast loop: ruff, ruff format --check, mypy, unit tests not
 lint: $(STAMP) ## Lint and type-check (ruff, ruff format --check, mypy)
 	@$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(PY) -m mypy
 
+format: $(STAMP) ## Reformat code and notebooks with ruff
+	@$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
+
 release: $(STAMP) ## Build the learner copy into OUT=release/ and prove nothing leaked
 	@$(PY) -m grader.release --out "$(if $(filter command line,$(origin OUT)),$(OUT),release)"
+
+.PHONY: autograder
+autograder: $(STAMP) ## Write the Gradescope autograder bundle OUT=autograder/autograder.zip
+	@$(PY) -m grader.gradescope bundle --out "$(if $(filter command line,$(origin OUT)),$(OUT),autograder)"

@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grader.classroom import classroom_workflow, learner_requirements
 from grader.leakscan import (
     SECRET_DIRS,
     answer_forms,
@@ -91,6 +92,12 @@ def build(out: Path, root: Path | None = None) -> list[Path]:
                 shutil.copy2(src, dst)
     makefile = (out / "Makefile").read_text(encoding="utf-8")
     (out / "Makefile").write_text(learner_makefile(makefile))
+    # The learner's install is the learner's: no browser driver, linter or type checker.
+    requirements = (out / "requirements.txt").read_text(encoding="utf-8")
+    (out / "requirements.txt").write_text(learner_requirements(requirements), encoding="utf-8")
+    workflow = out / ".github" / "workflows" / "classroom.yml"
+    workflow.parent.mkdir(parents=True, exist_ok=True)
+    workflow.write_text(classroom_workflow(load_manifest(out / "workbook.toml")), encoding="utf-8")
     readme = (out / "README.md").read_text(encoding="utf-8")
     (out / "README.md").write_text(README_CUT.sub("", readme))
     for exercise in sorted((out / "exercises").glob("*.ipynb")):
