@@ -1,22 +1,33 @@
-"""`make lab`: JupyterLab on the first notebook of the arc, on 127.0.0.1.
+"""`make lab`: JupyterLab on 127.0.0.1, open on the notebook the learner is up to.
 
-The server's root is the repository (so the file browser shows every folder) and the URL it
-prints opens the first notebook directly. Without a display (a server, a container) it does
-not try to open a browser; as root it passes `--allow-root`.
+The server's root is the repository (so the file browser shows every folder). It opens the
+notebook after the last build that is done, in arc order (a fresh clone opens 01; with 03 done,
+04), and always prints ``http://127.0.0.1:PORT/lab/tree/<notebook>?token=<hex>``. A repeat
+while a server for this repository runs starts nothing: it prints that server's URL again.
+
+The terminal stays quiet: the server logs only warnings, and the Jupyter config written into
+the venv encrypts the kernels' connections (so ipykernel has no plain-TCP warning to give) and
+drops "Notebook ... is not trusted" (nothing a learner can act on). Without a display (a
+server, a container) it does not try to open a browser; as root it passes `--allow-root`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import secrets
 import socket
 import sys
+import urllib.request
+import webbrowser
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
-from workbook.manifest import load_manifest
+from workbook.manifest import Entry, Manifest, load_manifest
 
 
 def free_port(preferred: int = 8888) -> int:
@@ -46,6 +57,47 @@ def quiet_news(prefix: Path = Path(sys.prefix)) -> Path:
     return path
 
 
+class NotTrusted(logging.Filter):
+    """Drops Jupyter Server's "Notebook X is not trusted" lines. Every notebook opened from a
+    clone says it (trust is a signature this machine has not made yet), and the only remedy,
+    trusting the whole repository, is not one a learner should be asked to make."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != "Notebook %s is not trusted"
+
+
+def server_config() -> dict[str, Any]:
+    """The Jupyter Server config `make lab` writes into the venv (every server started from
+    this venv reads it, `make lab`'s and the browser tests' alike)."""
+    config: dict[str, Any] = {
+        "ServerApp": {
+            "logging_config": {
+                "filters": {"not_trusted": {"()": f"{__name__}.{NotTrusted.__name__}"}},
+                "handlers": {"console": {"filters": ["not_trusted"]}},
+            }
+        }
+    }
+    import zmq
+
+    # CurveZMQ between the server and each kernel: ipykernel then has no reason to warn that
+    # code and outputs cross 127.0.0.1 in plain text. Only where pyzmq has curve ("auto" is
+    # refused at startup otherwise, and the warning is then the truth).
+    if zmq.has("curve"):
+        config["MappingKernelManager"] = {"transport_encryption": "auto"}
+    return config
+
+
+def write_server_config(prefix: Path = Path(sys.prefix)) -> Path:
+    """Write `server_config` as the venv's ``etc/jupyter/jupyter_server_config.json`` (the
+    ``.d`` folder beside it is read for enabling extensions only); unchanged text is kept."""
+    path = prefix / "etc" / "jupyter" / "jupyter_server_config.json"
+    text = json.dumps(server_config(), indent=2, sort_keys=True) + "\n"
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
 def lab_command(root: Path, first: str | None, port: int, token: str) -> list[str]:
     command = [
         sys.executable,
@@ -57,11 +109,12 @@ def lab_command(root: Path, first: str | None, port: int, token: str) -> list[st
         "--ServerApp.port_retries=0",
         f"--ServerApp.root_dir={root}",
         f"--IdentityProvider.token={token}",
+        # The URL printed before the server starts is the one to open; the server's own
+        # start-up chatter (extensions linked, language servers not installed) is noise.
+        "--ServerApp.log_level=WARN",
+        "--LabApp.log_level=WARN",
     ]
-    headless = platform.system() == "Linux" and not (
-        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    )
-    if headless:
+    if headless():
         command.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")
@@ -70,20 +123,85 @@ def lab_command(root: Path, first: str | None, port: int, token: str) -> list[st
     return command
 
 
+def headless() -> bool:
+    return platform.system() == "Linux" and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    )
+
+
+def build_done(manifest: Manifest, entry: Entry) -> bool:
+    """Does every visible check of `entry` pass on its saved notebook? (`make progress`'s
+    verdict, read the same way.)"""
+    from workbook.progress import build_report
+
+    return build_report(manifest, entry).done
+
+
+def notebook_to_open(
+    manifest: Manifest, done: Callable[[Manifest, Entry], bool] = build_done
+) -> tuple[Entry | None, str]:
+    """The notebook after the last build that is done, in arc order, and why it was chosen.
+
+    A fresh clone opens the first notebook. Builds are tried from the last one back, so only
+    the builds after the learner's last finished one are checked (`done(manifest, entry)`).
+    With every build done, the notebook after the last build (the quiz) opens.
+    """
+    entries = [e for e in manifest.entries if (manifest.root / e.path).exists()]
+    for build in reversed([e for e in entries if e.kind == "build"]):
+        if done(manifest, build):
+            after = entries[entries.index(build) + 1 :]
+            chosen = after[0] if after else build
+            return chosen, f"Build {build.number} is done: opening notebook {chosen.number}."
+    if not entries:
+        return None, "No notebook of the arc exists yet."
+    return entries[0], f"Opening notebook {entries[0].number}."
+
+
+def lab_url(port: int, notebook: str | None, token: str, base_url: str = "/") -> str:
+    page = f"lab/tree/{quote(notebook)}" if notebook else "lab"
+    query = f"?token={token}" if token else ""
+    return f"http://127.0.0.1:{port}{base_url}{page}{query}"
+
+
+def running_server(root: Path) -> dict[str, Any] | None:
+    """A Jupyter server whose root is `root` and that answers, from Jupyter's runtime files.
+
+    A server that crashed can leave its file behind (and its pid reused), so only an answer
+    from its API counts. Read by hand: `jupyter_server.serverapp` takes seconds to import."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    for file in sorted(Path(jupyter_runtime_dir()).glob("jpserver-*.json")):
+        try:
+            info: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+            if Path(info["root_dir"]).resolve() != root.resolve():
+                continue
+            status = f"http://127.0.0.1:{info['port']}{info.get('base_url', '/')}api/status"
+            headers = {"Authorization": f"token {info.get('token', '')}"}
+            with urllib.request.urlopen(urllib.request.Request(status, headers=headers), timeout=3):
+                return info
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # half-written, stale, or not ours to read: not a server to reuse
+    return None
+
+
 def main() -> int:
     manifest = load_manifest()
-    entry = manifest.first_existing()
-    first = entry.path if entry else None
+    entry, why = notebook_to_open(manifest)
+    path = entry.path if entry else None
     quiet_news()
+    write_server_config()
+    print(why)
+    running = running_server(manifest.root)
+    if running is not None:
+        url = lab_url(running["port"], path, running.get("token", ""), running.get("base_url", "/"))
+        print(f"JupyterLab already serves this repository (pid {running['pid']}); open:")
+        print(f"\n    {url}\n")
+        if not headless():
+            webbrowser.open(url)
+        return 0
     port, token = free_port(), secrets.token_hex(24)
-    command = lab_command(manifest.root, first, port, token)
-    page = f"lab/tree/{quote(first)}" if first else "lab"
-    print(
-        f"Starting JupyterLab {'on ' + first if first else '(no notebook of the arc exists yet)'}."
-    )
-    print(
-        f"Open this URL (Ctrl-C here stops the server):\n\n    http://127.0.0.1:{port}/{page}?token={token}\n"
-    )
+    command = lab_command(manifest.root, path, port, token)
+    print(f"Open this URL (Ctrl-C here stops the server):\n\n    {lab_url(port, path, token)}\n")
     sys.stdout.flush()
     os.chdir(manifest.root)
     os.execv(sys.executable, command)

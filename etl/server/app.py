@@ -15,6 +15,10 @@ It serves two ways with the same code:
 One app is one server, with its own script, counters and request log: a fresh app with the
 same script answers a repeated run with the same responses (dates aside: they follow `clock`).
 
+Every reply is JSON. An error (a scripted 429 or 503, an unknown path) carries an object with a
+``detail``, as the real API's errors do; a ``limit`` or ``offset`` that is not a whole number in
+range gets a 400 whose ``detail`` says which and why (the real API quietly serves its defaults).
+
 The app only serves. Parsing Retry-After, mapping statuses to errors and following ``next``
 links is the client's job (build 05).
 """
@@ -42,7 +46,7 @@ LAUNCHES_PATH = "/2.3.0/launches/"
 REAL_API_URL = "https://ll.thespacedevs.com/2.3.0/launches/"
 #: The made-up host `in_process_client` talks to; no name lookup ever happens.
 IN_PROCESS_BASE_URL = "http://fixture"
-#: Launch Library 2's page size when ``limit`` is absent or unusable, and its ceiling.
+#: Launch Library 2's page size when ``limit`` is absent, and its ceiling (larger is clamped).
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
 
@@ -136,7 +140,7 @@ class FixtureApp:
         if scope["type"] != "http":
             raise RuntimeError(f"FixtureApp serves HTTP only, not {scope['type']!r}")
         await _read_body(receive)
-        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"))
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         path: str = scope["path"]
         entry = LoggedRequest(len(self.log) + 1, scope["method"], path, None, None, None, None)
         self.log.append(entry)
@@ -189,8 +193,13 @@ class FixtureApp:
         receive: Receive,
     ) -> _Response | None:
         params = dict(query)
-        limit = _int_param(params.get("limit"), DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
-        offset = _int_param(params.get("offset"), 0, minimum=0, maximum=None)
+        try:
+            limit = _int_param(params, "limit", DEFAULT_LIMIT, minimum=1)
+            offset = _int_param(params, "offset", 0, minimum=0)
+        except ValueError as exc:
+            # Refused before it counts as a page request: no fault script advances.
+            return _json(400, {"detail": str(exc)})
+        limit = min(limit, MAX_LIMIT)
         # Counted before any await, so concurrent requests still get distinct numbers.
         nth = self._counts[offset] = self._counts.get(offset, 0) + 1
         fault = self.plan.fault_for(offset, nth)
@@ -198,7 +207,7 @@ class FixtureApp:
         entry.fault = None if fault is None else str(fault)
 
         if fault is not None and fault.kind == "error":
-            response = _json(fault.status, _error_detail(fault.status))
+            response = _json(fault.status, _error_detail(fault.status, fault.retry_after))
             # One clock reading for Date and Retry-After, so their difference is exact.
             now = response.date = self._now()
             if fault.retry_after is not None:
@@ -233,16 +242,23 @@ class FixtureApp:
         return _json(200, page)
 
 
-def _int_param(raw: str | None, default: int, *, minimum: int, maximum: int | None) -> int:
-    # Like Django REST framework (which Launch Library 2 runs on): unusable values fall back
-    # to the default rather than failing, and a too-large limit is clamped.
-    try:
-        value = int(raw) if raw is not None and raw.isascii() else default
-    except ValueError:
+def _int_param(params: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
+    """`params[name]` as a whole number of at least `minimum`, `default` when absent.
+
+    Raises ValueError with the reason a client is told: a value that is not ASCII digits
+    (``abc``, ``-1``, ``1.5``, ``²``, empty) or is below `minimum`. Launch Library 2 (Django
+    REST framework) quietly serves its defaults instead, which hides a client's bug; the
+    fixture says so. A limit above `MAX_LIMIT` is still clamped, as the real API does.
+    """
+    raw = params.get(name)
+    if raw is None:
         return default
+    if not (raw.isascii() and raw.isdigit()):
+        raise ValueError(f"{name} must be a whole number of at least {minimum}, not {raw!r}.")
+    value = int(raw)
     if value < minimum:
-        return default
-    return value if maximum is None else min(value, maximum)
+        raise ValueError(f"{name} must be at least {minimum}, not {value}.")
+    return value
 
 
 def _page_url(scope: Scope, query: list[tuple[str, str]], limit: int, offset: int) -> str:
@@ -271,10 +287,22 @@ def _slipped(result: dict[str, Any]) -> dict[str, Any]:
     return revised
 
 
-def _error_detail(status: int) -> dict[str, Any]:
-    if status == 429:
+def _error_detail(status: int, retry_after: str | RetryAt | None) -> dict[str, Any]:
+    """The error body: JSON with a `detail`, as Launch Library 2 (Django REST framework)
+    sends it, never a page, so an error can't pass for data in curl or in a careless client."""
+    if status != 429:
+        return {"detail": f"Scripted fault: HTTP {status}."}
+    # DRF's throttle says when to come back whenever it knows.
+    if isinstance(retry_after, RetryAt):
+        wait: int | None = retry_after.seconds
+    elif retry_after is not None and retry_after.isascii() and retry_after.isdigit():
+        wait = int(retry_after)
+    else:
+        wait = None
+    if wait is None:
         return {"detail": "Request was throttled."}
-    return {"detail": f"Scripted fault: HTTP {status}."}
+    unit = "second" if wait == 1 else "seconds"
+    return {"detail": f"Request was throttled. Expected available in {wait} {unit}."}
 
 
 def _json(status: int, payload: Any) -> _Response:

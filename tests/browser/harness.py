@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from workbook.lab import server_config
+
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Locator, Page, ViewportSize
 
@@ -130,6 +132,9 @@ def throwaway_jupyter_env(scratch: Path) -> dict[str, str]:
         settings / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings",
         {"autosave": False},
     )
+    # What `make lab` writes into the venv (encrypted kernel connections, no trust warnings),
+    # so the browser tests run JupyterLab as a learner's `make lab` does, in any venv.
+    _write_json(config / "jupyter_server_config.json", server_config())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_"))}
     env.update(
         JUPYTER_CONFIG_DIR=str(config),
@@ -418,9 +423,9 @@ class LabPage:
             menu(self.page, "View", "filebrowser:toggle-main")
             browser.wait_for(state="hidden")
 
-    def open(self, path: str, cell_count: int) -> OpenNotebook:
+    def open(self, path: str, cell_count: int, *, wait_kernel: bool = True) -> OpenNotebook:
         """Open `path` (relative to the served root) and wait until its kernel can take a
-        Run All."""
+        Run All (`wait_kernel=False`: until its cells are shown; `kernel_ready` says the rest)."""
         if not self.loaded or self.page.locator(".jp-Dialog").count():
             self.load()
         label = path.rsplit("/", 2)[-2] + "/" + path.rsplit("/", 1)[-1]
@@ -441,6 +446,8 @@ class LabPage:
                 arg=[notebook.scope, cell_count],
                 timeout=30_000,
             )
+        if not wait_kernel:
+            return notebook
         with self.timings(label, "wait for an idle, connected kernel"):
             notebook.kernel_id = wait_until(
                 notebook.kernel_ready, 30.0, f"the kernel of {path}", self.pause

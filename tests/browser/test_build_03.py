@@ -48,14 +48,25 @@ class Report:
     text: str
 
 
+#: A test-writing step's self-check (`selfcheck("03", "test_...")`) reports on the learner's
+#: own test, in its own form (workbook.teststep): not one of the reports read here.
+TEST_STEP = re.compile(r"""selfcheck\(\s*["']\d+["']\s*,\s*["']test_""")
+
+
 def selfcheck_cells(path: Path) -> list[int]:
-    """Indices (markdown included) of the untagged code cells that call `selfcheck(`."""
+    """Indices (markdown included) of the untagged code cells that call `selfcheck(` on the
+    visible checks (test-writing steps aside)."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     found = []
     for index, cell in enumerate(cells):
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         tags = set(cell.get("metadata", {}).get("tags", []))
-        if cell["cell_type"] == "code" and "selfcheck(" in source and not tags & {"answer"}:
+        if (
+            cell["cell_type"] == "code"
+            and "selfcheck(" in source
+            and not TEST_STEP.search(source)
+            and not tags & {"answer"}
+        ):
             found.append(index)
     return found
 

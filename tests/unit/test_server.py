@@ -103,20 +103,44 @@ async def test_links_use_the_host_the_client_asked_for_and_keep_other_params() -
     ("query", "limit", "offset"),
     [
         ("", DEFAULT_LIMIT, 0),
-        ("?limit=1000", MAX_LIMIT, 0),
-        ("?limit=0&offset=-3", DEFAULT_LIMIT, 0),
-        ("?limit=ten&offset=x", DEFAULT_LIMIT, 0),
-        ("?limit=%C2%B2", DEFAULT_LIMIT, 0),  # '²' is a digit to str.isdigit, not to HTTP
+        ("?limit=1000", MAX_LIMIT, 0),  # clamped, as the real API does
         ("?limit=3&offset=7", 3, 7),
+        ("?limit=007&offset=0", 7, 0),
+        ("?mode=list&offset=5", DEFAULT_LIMIT, 5),
     ],
 )
-async def test_unusable_limits_and_offsets_fall_back_like_the_real_api(
-    query: str, limit: int, offset: int
-) -> None:
+async def test_limits_and_offsets_in_range_are_served(query: str, limit: int, offset: int) -> None:
     app = FixtureApp()
     page = (await get(app, query)).json()
     assert page["results"] == etl.launch_results()[offset : offset + limit]
     assert (app.log[0].limit, app.log[0].offset) == (limit, offset)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("query", "detail"),
+    [
+        ("?offset=abc", "offset must be a whole number of at least 0, not 'abc'."),
+        ("?offset=-3", "offset must be a whole number of at least 0, not '-3'."),
+        ("?offset=", "offset must be a whole number of at least 0, not ''."),
+        ("?offset=1.5", "offset must be a whole number of at least 0, not '1.5'."),
+        ("?limit=-1", "limit must be a whole number of at least 1, not '-1'."),
+        ("?limit=0", "limit must be at least 1, not 0."),
+        ("?limit=ten&offset=10", "limit must be a whole number of at least 1, not 'ten'."),
+        # '²' is a digit to str.isdigit, not to HTTP.
+        ("?limit=%C2%B2", "limit must be a whole number of at least 1, not '²'."),
+    ],
+)
+async def test_bad_query_values_get_400_with_the_reason(query: str, detail: str) -> None:
+    """Refused, not quietly served as offset 0: a client's bug shows at once. A refusal is
+    no page request, so it never advances a page's fault script."""
+    app = FixtureApp({0: [Fault.unavailable()]})
+    refused, first = await get_all(app, query, "")
+    assert refused.status_code == 400
+    assert refused.headers["content-type"] == "application/json"
+    assert refused.json() == {"detail": detail}
+    assert first.status_code == 503 and app.fetches(0) == 1
+    assert str(app.log[0]) == "  1 GET /2.3.0/launches/ -> 400"
 
 
 @pytest.mark.asyncio
@@ -194,7 +218,7 @@ async def test_429_with_retry_after_as_delay_seconds() -> None:
     response = await get(FixtureApp({0: [Fault.rate_limited(5)]}))
     assert response.status_code == 429
     assert response.headers["retry-after"] == "5"
-    assert response.json() == {"detail": "Request was throttled."}
+    assert response.json() == {"detail": "Request was throttled. Expected available in 5 seconds."}
 
 
 @pytest.mark.asyncio
@@ -208,6 +232,7 @@ async def test_429_with_retry_after_as_an_http_date_counted_from_the_date_header
         response.headers["date"]
     )
     assert gap == timedelta(seconds=5)
+    assert response.json() == {"detail": "Request was throttled. Expected available in 5 seconds."}
 
 
 @pytest.mark.parametrize(
@@ -234,6 +259,18 @@ def test_http_date_refuses_a_naive_datetime() -> None:
 async def test_a_malformed_retry_after_goes_out_verbatim() -> None:
     response = await get(FixtureApp({0: [Fault.rate_limited("soon")]}))
     assert response.headers["retry-after"] == "soon"
+    assert response.json() == {"detail": "Request was throttled."}
+
+
+@pytest.mark.parametrize("status", [400, 404, 408, 429, 500, 502, 503, 504])
+def test_every_error_reply_is_a_detail_never_a_page(status: int) -> None:
+    """Over real HTTP, as curl sees it: a JSON object whose only key is `detail`."""
+    with serve_in_background(FixtureApp({0: Fault.error(status)})) as server:
+        response = httpx.get(server.launches_url, timeout=10)
+    assert response.status_code == status
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert list(body) == ["detail"] and isinstance(body["detail"], str) and body["detail"]
 
 
 @pytest.mark.asyncio
