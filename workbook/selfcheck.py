@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbook import teststep
 from workbook.checks import CheckResult, Checks, namespace
 from workbook.errors import WorkbookError
 from workbook.export import Cell, cell_source, cell_tags, exported_cells, read_notebook
+from workbook.learnertests import Sources
 from workbook.manifest import load_manifest
 from workbook.modules import execute, fresh_module, registered
 from workbook.siblings import sibling_path
@@ -407,6 +409,9 @@ def selfcheck(build: str, *names_or_steps: str, ns: Any = None) -> None:
     if shell is not None and caller is shell.user_ns:
         print(kernel_report(build, names_or_steps, shell))
         return
+    if teststep.is_test_step(names_or_steps):  # a test is read from its notebook's test cells
+        print(f"Self-check of {', '.join(names_or_steps)}: run it in the build notebook's kernel.")
+        return
     results = checks_for(build).run(namespace(caller) if ns is None else ns, *names_or_steps)
     print(_report(build, names_or_steps, results))
 
@@ -436,10 +441,12 @@ def kernel_report(build: str, names_or_steps: Sequence[str], shell: Any) -> str:
     """The report of a self-check cell: the checks on a fresh module of the tagged cells as
     this kernel last ran them, then what it read, and what to do where that is not the file."""
     checks = checks_for(build)
-    chosen = checks.select(*names_or_steps)
+    tests_only = teststep.is_test_step(names_or_steps)
+    wanted = teststep.gate_steps(build, names_or_steps) if tests_only else names_or_steps
+    chosen = checks.select(*wanted)
     path = notebook_of(build, shell.user_ns)
     if path is None:
-        results = checks.run(namespace(shell.user_ns), *names_or_steps)
+        results = checks.run(namespace(shell.user_ns), *wanted)
         note = (
             f"(Checked the names this kernel holds: no saved build {build} notebook was found"
             " next to it, so its tagged cells could not be read.)"
@@ -461,10 +468,46 @@ def kernel_report(build: str, names_or_steps: Sequence[str], shell: Any) -> str:
         failed = [CheckResult(c.name, c.step, "error") for c in chosen]
         helpers = untagged_helpers(cells, sources, shell.user_ns)
         return _report(build, names_or_steps, failed, [f"✗ {exc}", *helpers, *notes])
+    if teststep.is_test_step(names_or_steps):
+        return "\n".join(
+            [*learner_test_reports(build, names_or_steps, module, tagged, cells, before), *notes]
+        )
     results = checks.run(module, *names_or_steps)
     passed = all(r.passed for r in results)
     helpers = [] if passed else untagged_helpers(cells, sources, shell.user_ns)
     return _report(build, names_or_steps, results, [*helpers, *notes])
+
+
+def learner_test_reports(
+    build: str,
+    names: Sequence[str],
+    module: Any,
+    tagged: Sequence[Tagged],
+    cells: Sequence[Any],
+    ran: Sequence[tuple[str, str | None]] = (),
+) -> list[str]:
+    """The reports of test-writing steps `names` (`workbook.teststep`): each learner test on
+    the tagged cells as last run, once the visible checks of the seams it tests pass."""
+    tests = [
+        Cell(i, "test", cell_source(c)) for i, c in enumerate(cells, 1) if "test" in cell_tags(c)
+    ]
+    code = {tag: tuple(t.source for t in tagged if t.tag == tag) for tag in ("setup", "answer")}
+    # The child's fresh module gets the notebook's path too: a setup cell loads its sibling
+    # build from the notebook's folder, whatever the working folder.
+    where = f"__notebook__ = {module.__dict__.get('__notebook__')!r}"
+    sources = Sources(
+        (where, *code["setup"]),
+        code["answer"],
+        tuple(t.source for t in last_runs(tests, cells, ran)),
+    )
+    lines = []
+    for name in names:
+        steps = teststep.gate(checks_for(build), teststep.seams_of(build, name))
+        blocked = teststep.gate_note(checks_for(build).run(module, *steps), steps)
+        lines.append(
+            blocked or teststep.step_report(build, name, teststep.run_step(build, name, sources))
+        )
+    return lines
 
 
 def _provenance(

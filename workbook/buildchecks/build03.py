@@ -45,6 +45,7 @@ from workbook.checks import (
     outcome,
     outcome_of,
 )
+from workbook.learnertests import Sabotage
 
 CHECKS = Checks("03")
 
@@ -498,3 +499,40 @@ def full_jitter_stays_within_bounds(ns: Any) -> None:
         0.8,
         note='With jitter="none" the wait is the capped delay itself.',
     )
+
+
+# ───────────────────────────────────────────────── the learner's own tests (teststep)
+
+#: Test-writing steps: the learner's test -> the seams it tests (the ones mutated).
+LEARNER_TESTS: dict[str, tuple[str, ...]] = {
+    "test_rerun_writes_zero_new_rows": ("IdempotentSink",),
+    "test_honors_retry_after": ("with_retry",),
+}
+#: Seed 002's "remove the key", made concrete per seam, whatever the learner named things.
+SABOTAGE = [
+    Sabotage(
+        "sink_forgets_keys",
+        "the sink forgets the keys it wrote",
+        "_Remembers = IdempotentSink\n"
+        "class IdempotentSink:\n"
+        "    def __init__(self, inner, *args, **kwargs):\n"
+        "        self.inner = inner\n"
+        "    async def load(self, rows):\n"
+        "        return await _Remembers(self.inner).load(rows)\n",
+    ),
+    Sabotage(
+        "retry_ignores_retry_after",
+        "with_retry ignores Retry-After and waits the backoff instead",
+        "_Honest = with_retry\n"
+        "async def with_retry(policy, op):\n"
+        "    async def blind():\n"
+        "        try:\n"
+        "            return await op()\n"
+        "        except EtlError as err:\n"
+        "            if err.retry_after() is None:\n"
+        "                raise\n"
+        "            from etl import NetworkError\n"
+        "            raise NetworkError(str(err)) from None\n"
+        "    return await _Honest(policy, blind)\n",
+    ),
+]
