@@ -1,26 +1,46 @@
 """Judges: the half of a hidden test that runs in the parent, on plain JSON observations.
 
-A judge receives what the probes saw and compares it with expected values computed here, in
-the grading process; those values never enter the child. Comparisons are exact in type
-(``1`` is not ``1.0``, ``True`` is not ``1``, a ``str`` subclass is not a ``str``) because
-`observe.plain` records the exact type of everything it could not turn into JSON. A judge
-passes only on positive evidence: an observation that is missing, or an exception where a
-value was due, fails it. Judging the same observations twice gives the same verdict, and each
-verdict has its kind (`grader.results.Outcome`): a judge raises `Fail` (wrong), `NotDone` (a
-stub or a missing name) or `GraderFault` (the grader's own failure, never the learner's).
-Messages speak the one feedback vocabulary of `workbook.feedback`.
+A judge is a plain pytest test, ``test_<name>(observed)`` in a suite's ``judges.py``: the
+batch grader calls it directly, ``pytest tests/hidden/buildNN --submission PATH`` through
+pytest. It compares what the probes reported with values computed here, in the grading
+process, from inputs chosen here; those values never enter the child. Everything the child
+reports is a claim (the learner's code shares its process and can forge any of it), so a
+judge never compares observed values only with each other: lengths are checked strictly, seeded
+inputs are drawn again here (`Observed.seeded`), files are read here (`Observed.database`,
+`Observed.artefact`), exceptions are judged by class (`raises`).
+
+Comparisons are exact in type (``1`` is not ``1.0``, ``True`` is not ``1``, a ``str`` subclass
+is not a ``str``) because `observe.plain` records the exact type of everything it could not
+turn into JSON. A judge passes only on positive evidence: an observation that is missing, or an
+exception where a value was due, fails it. Judging the same observations twice gives the same
+verdict, and each verdict has its kind (`grader.results.Outcome`): a judge raises `Fail`
+(wrong), `NotDone` (a stub or a missing name) or `GraderFault` (the grader's own failure,
+never the learner's). Messages speak the one feedback vocabulary of `workbook.feedback`, and
+learner-made text in them is cut short (`show_json`, `show_outcome`, `learner_text`).
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import math
-from collections.abc import Callable, Mapping
+import os
+import random
+import shutil
+import sqlite3
+import stat
+import tempfile
+import zlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import NamedTuple
 
+from grader.observe import ARTEFACT_LIMIT, KINDS, Probes, inputs_seed, tag_of
 from grader.observe import JSON as JSON  # re-exported for judges
 from grader.results import Outcome, ProbeRecord
-from workbook.feedback import message, show_json, show_outcome
+from workbook.feedback import cut, message, show_json, show_outcome
 from workbook.registry import Registry
 
 #: Virtual clocks tick in microseconds (looptime's resolution), so times match to 2 µs.
@@ -49,10 +69,22 @@ class Unobserved(Exception):  # a reason, reported as the test's message
 
 
 class Observed:
-    """The probes' observations, by name; ``obs(name, interpreter=2)`` for the second one."""
+    """The probes' observations of one submission, by name (``observed(name)``;
+    ``observed(name, interpreter=2)`` for the second interpreter's), with what the parent
+    needs to judge them itself: the exported `source` the worker ran (the seed of seeded
+    inputs) and `artefacts`, the folder where the runner copied the worker's files after it
+    ended (None until the runner does: then a kept file's embedded copy is read)."""
 
-    def __init__(self, records: Mapping[str, ProbeRecord]) -> None:
+    def __init__(
+        self,
+        records: Mapping[str, ProbeRecord],
+        *,
+        source: str = "",
+        artefacts: Path | None = None,
+    ) -> None:
         self._records = records
+        self.source = source
+        self.artefacts = artefacts
 
     def __call__(self, name: str, interpreter: int = 1) -> JSON:
         key = name if interpreter == 1 else f"{name}@{interpreter}"
@@ -62,6 +94,100 @@ class Observed:
         if record.status != "done":
             raise Unobserved(record.reason or f"probe {key}: {record.status}", record.kind)
         return record.obs
+
+    def seeded(self, name: str, probes: Probes, interpreter: int = 1) -> tuple[JSON, random.Random]:
+        """Seeded probe `name`'s observation, and the parent's own generator of the inputs
+        it was given. Fails when the observation was made with other inputs (a recorded one,
+        or the worker could not read the answers back)."""
+        seen = self(name, interpreter)
+        seed = inputs_seed(self.source, probes.salt, name)
+        tag = seen.get("seed") if isinstance(seen, dict) else None
+        if tag != tag_of(seed):
+            raise Fail(
+                message(
+                    f"probe {name}",
+                    "an observation made with other inputs"
+                    if tag != "unreadable"
+                    else "the probe could not read your exported answers back (linecache)",
+                    "the inputs the grader drew for this submission",
+                    "Nothing it says can count: whatever wrote it did not run these inputs.",
+                )
+            )
+        return seen, probes.inputs(self.source, name)
+
+    def artefact(self, ref: JSON, suffix: str = "") -> bytes | None:
+        """The bytes of a kept file (`grader.observe.keep`'s reference `ref`; `suffix` "-wal"
+        or "-journal" for those beside it), or None when there is none. Read from the
+        runner's copy when there is one (a regular file, opened without following a link, at
+        most `ARTEFACT_LIMIT` bytes), else from the copy embedded in the observation."""
+        if not isinstance(ref, dict) or not isinstance(ref.get("artefact"), str):
+            return None
+        name = ref["artefact"] + suffix
+        if self.artefacts is not None:
+            return _read_regular(self.artefacts, name)
+        files = ref.get("files")
+        data = files.get(suffix) if isinstance(files, dict) else None
+        if not isinstance(data, str):
+            return None
+        try:
+            out = zlib.decompressobj().decompress(base64.b64decode(data), ARTEFACT_LIMIT + 1)
+        except (ValueError, zlib.error):
+            return None
+        return out if len(out) <= ARTEFACT_LIMIT else None
+
+    @contextlib.contextmanager
+    def database(self, ref: JSON) -> Iterator[sqlite3.Connection | None]:
+        """A kept SQLite database, opened here, read-only, on a private copy (with its -wal
+        and -journal, so a store whose writer left a WAL or a hot journal reads as SQLite
+        would read it): ``PRAGMA trusted_schema=OFF``, no extensions, a bounded amount of
+        work per statement. None when there is no such file. The copy is removed after."""
+        main = self.artefact(ref)
+        if main is None:
+            yield None
+            return
+        folder = Path(tempfile.mkdtemp(prefix="rit-artefact-"))
+        try:
+            (folder / "store.sqlite").write_bytes(main)
+            for suffix in ("-wal", "-journal"):
+                data = self.artefact(ref, suffix)
+                if data is not None:
+                    (folder / f"store.sqlite{suffix}").write_bytes(data)
+            db = sqlite3.connect(
+                f"file:{folder / 'store.sqlite'}?mode=ro", uri=True, isolation_level=None
+            )
+            try:
+                db.execute("PRAGMA trusted_schema=OFF")
+                steps = [0]
+
+                def budget() -> int:  # a hostile schema cannot make a read run for ever
+                    steps[0] += 1
+                    return int(steps[0] > 20_000)
+
+                db.set_progress_handler(budget, 1000)
+                yield db
+            finally:
+                db.close()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _read_regular(folder: Path, name: str) -> bytes | None:
+    """The file `name` in `folder` if it is a regular file of at most `ARTEFACT_LIMIT`
+    bytes (never following a symlink, never blocking on a FIFO), else None."""
+    if "/" in name or name.startswith("."):
+        return None
+    try:
+        fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > ARTEFACT_LIMIT:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(ARTEFACT_LIMIT + 1)[:ARTEFACT_LIMIT]
+    finally:
+        os.close(fd)
 
 
 JudgeFn = Callable[[Observed], None]
@@ -86,6 +212,18 @@ class Judges(Registry[Judge]):
         return register
 
 
+def judges_of(module: ModuleType) -> Judges:
+    """A judges module's judges: every top-level ``test_<name>`` function, judging graded
+    test `<name>`, in the order they are defined (plus, for small suites written inline, a
+    `Judges` registry named ``JUDGES``). The same functions pytest collects."""
+    registry = getattr(module, "JUDGES", None)
+    judges = registry if isinstance(registry, Judges) else Judges()
+    for name, value in vars(module).items():
+        if name.startswith("test_") and callable(value) and name[5:] not in judges:
+            judges.register(name[5:], Judge(name[5:], value))
+    return judges
+
+
 class Verdict(NamedTuple):
     """What a judge decided: the kind of outcome, and the message a learner reads ("" when
     it passed)."""
@@ -106,9 +244,15 @@ def verdict(judge: Judge, observed: Observed) -> Verdict:
         return Verdict(exc.kind, str(exc))
     except GraderFault as exc:
         return Verdict(Outcome.GRADER_FAULT, str(exc))
-    except Exception as exc:  # a judge bug must not stop the grading
-        text = f"the judge could not read the observation ({type(exc).__name__}: {exc})"
-        return Verdict(Outcome.GRADER_FAULT, text)
+    except Exception as exc:
+        # The observation is not in the shape its probe makes: the learner's code shares the
+        # probe's process and changed or forged it (a judge's own bug shows up in validity,
+        # on the solution). Never a grader fault: the learner's process cannot produce one.
+        text = (
+            "the probe's report is not in the shape the probe makes"
+            f" ({type(exc).__name__}: {learner_text(exc)}): nothing in it counts"
+        )
+        return Verdict(Outcome.WRONG, text)
     return Verdict(Outcome.PASSED, "")
 
 
@@ -134,12 +278,33 @@ def ok(outcome: Mapping[str, JSON], call: str, expected: str = "a value") -> JSO
     raise Fail(message(call, show_outcome(outcome), f"it returns {expected}"))
 
 
+def is_kind(outcome: Mapping[str, JSON], kind: str) -> bool:
+    """`outcome` raised exactly `kind`: by class name, and (for one of `observe.KINDS`,
+    the classes the probes took before the learner's code ran) an instance of that class,
+    so a look-alike of the same name is not taken for it."""
+    if outcome.get("raised") != kind:
+        return False
+    kinds = outcome.get("is")
+    return kind not in KINDS or (isinstance(kinds, list) and kind in kinds)
+
+
 def raises(outcome: Mapping[str, JSON], call: str, kind: str, note: str = "") -> None:
-    """Fail unless `call` raised exactly `kind` (by class name)."""
-    if outcome.get("raised") == kind:
+    """Fail unless `call` raised exactly `kind` (see `is_kind`)."""
+    if is_kind(outcome, kind):
         return
     not_done(outcome, call)
+    if outcome.get("raised") == kind:
+        origin = "etl" if kind in KINDS and KINDS[kind].__module__.startswith("etl") else ""
+        note = (
+            f"It is named {kind}, but it is not {origin + '.' if origin else ''}{kind}: raise"
+            " (or subclass) that class, do not define one of the same name."
+        )
     raise Fail(message(call, show_outcome(outcome), f"raises {kind}", note))
+
+
+def learner_text(value: JSON) -> str:
+    """Text the learner's code made (a type name, a message), cut short for feedback."""
+    return cut(str(value), 80)
 
 
 def same_value(got: JSON, expected: JSON, tolerance: float = 0.0) -> bool:
@@ -173,6 +338,15 @@ def equal(
     if not same_value(got, expected, tolerance):
         expected_text = say if say is not None else show_json(expected)
         raise Fail(message(call, show_json(got), expected_text, note))
+
+
+def listed(value: JSON, count: int, call: str, what: str = "results") -> list[JSON]:
+    """`value` if it is a list of exactly `count` entries, else `Fail`: an observation with
+    fewer (or more) entries than the probe makes is not one of its observations."""
+    if type(value) is not list or len(value) != count:
+        got = f"{len(value)} {what}" if type(value) is list else show_json(value)
+        raise Fail(message(call, got, f"{count} {what}, one per input"))
+    return value
 
 
 def check(condition: bool, call: str, got: str, expected: str, note: str = "") -> None:

@@ -5,17 +5,42 @@ be an object the learner made: a `str` subclass whose ``==`` always says True wo
 comparison made with it. `plain` turns a value into JSON types and *records the exact type*
 of anything else, so the judge in the parent compares real `str`/`int`/`float` values and sees
 a subclass for what it is. Observing the same call twice gives equal observations.
+
+Everything here is imported by the fork server before any learner's code runs, so what it
+takes hold of then (the classes in `KINDS`, `random.Random`, `hashlib`, `zlib`) is the real
+thing even if a learner rebinds those names later. A probe is still a claim: the learner's code
+shares its process and can forge any of it. What the claims are worth is the judges' business:
+
+- `raised` reports an exception's class name *and* which of `KINDS` it really is an instance
+  of, so a local ``class ParseError(ValueError)`` is not taken for `etl.ParseError`;
+- a *seeded* probe (``PROBES.add(name, seeded=True)``) draws its inputs from `inputs_rng`, a
+  generator seeded with the exported source the worker ran and the suite's salt: the parent
+  draws the same inputs from the same text, so a recorded observation of other answers, or
+  answers written in advance, are for other inputs;
+- `keep` puts a file the learner's code wrote (a database, a JSONL file) where the parent
+  reads it itself once the worker has ended.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import contextlib
+import dataclasses
+import hashlib
+import linecache
 import math
+import random
+import sqlite3
 import time
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any, SupportsIndex
 
+import etl
 from workbook.feedback import cut
 from workbook.registry import Registry
 from workbook.vtime import VIRTUAL_DEADLINE as VIRTUAL_DEADLINE  # re-exported for probes
@@ -29,6 +54,39 @@ _blocking: list[float] = []
 
 JSON = Any
 ProbeFn = Callable[[ModuleType], JSON]
+SeededFn = Callable[[ModuleType, random.Random], JSON]
+
+#: Exception classes a judge may ask for by name, taken before any learner's code runs: an
+#: exception is reported as one of them only if it really is an instance of it.
+KINDS: dict[str, type[BaseException]] = {
+    kind.__name__: kind
+    for kind in (
+        etl.EtlError,
+        etl.ParseError,
+        etl.NetworkError,
+        etl.RequestTimeout,
+        etl.RateLimited,
+        etl.HttpStatus,
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
+        OverflowError,
+        TimeoutError,
+        asyncio.CancelledError,
+        dataclasses.FrozenInstanceError,
+        sqlite3.Error,
+        sqlite3.IntegrityError,
+        sqlite3.OperationalError,
+    )
+}
+#: The largest file `keep` hands to the parent; a bigger one is reported as too large.
+ARTEFACT_LIMIT = 8 * 2**20
+#: Until the runner copies each worker's files out itself (`Observed.artefacts`), a kept file
+#: also travels in the observation, compressed; the parent prefers the runner's copy.
+EMBED_ARTEFACTS = True
+_Random = random.Random
+_sha256 = hashlib.sha256
 
 
 class ProbeTimeout(BaseException):  # raised by SIGALRM, named for the report
@@ -84,12 +142,22 @@ def _type_name(value: Any) -> str:
 
 
 def raised(exc: BaseException) -> dict[str, JSON]:
-    """An exception as an observation: its class name and message, never the object."""
+    """An exception as an observation: its class name, message, and the names of the `KINDS`
+    it is an instance of (``"is"``), never the object."""
     if isinstance(exc, ProbeTimeout):
         raise exc
     if isinstance(exc, MissingName):
         return {"missing": exc.name}
-    return {"raised": _type_name(exc), "message": safe_text(exc)}
+    return {"raised": _type_name(exc), "message": safe_text(exc), "is": kinds_of(exc)}
+
+
+def kinds_of(exc: BaseException) -> list[str]:
+    """The names of the `KINDS` that `exc` is an instance of (a learner's metaclass may make
+    ``issubclass`` raise: then none)."""
+    try:
+        return [name for name, kind in KINDS.items() if issubclass(type(exc), kind)]
+    except BaseException:
+        return []
 
 
 def need(ns: ModuleType, name: str) -> Any:
@@ -106,6 +174,11 @@ def attempt(fn: Callable[[], Any]) -> dict[str, JSON]:
         return {"ok": plain(fn())}
     except BaseException as exc:  # SystemExit included: it is an observation
         return raised(exc)
+
+
+def attempt_call(ns: ModuleType, name: str, *args: Any, **kwargs: Any) -> dict[str, JSON]:
+    """`attempt` of the learner's `name` called with `args` (a missing name reported as such)."""
+    return attempt(lambda: need(ns, name)(*args, **kwargs))
 
 
 def guard_blocking_sleep() -> None:
@@ -164,22 +237,139 @@ def vrun(
     return outcome
 
 
+# ---------------------------------------------------------------------------------------
+# Inputs drawn per submission.
+
+
+def suite_salt(path: str | Path) -> str:
+    """A digest of the probes module's text (``suite_salt(__file__)``): the salt of its seeded
+    inputs, so they change whenever the suite does. Read from `linecache` when the module was
+    run from text there (as `workbook.modules.execute` runs it inside the walls), else from
+    the file."""
+    lines = linecache.cache.get(str(path))
+    if lines is not None and len(lines) == 4:
+        text = "".join(lines[2]).encode("utf-8")
+    else:
+        text = Path(path).read_bytes()
+    return _sha256(text).hexdigest()[:16]
+
+
+def inputs_seed(source: str, salt: str, name: str) -> str:
+    """The seed of probe `name`'s inputs for the exported `source` (hex). The parent and the
+    worker each compute it from the same text: same answers, same inputs."""
+    # Not grader.digest.content_id: this module is inside the walls, and that is an answer.
+    text = f"probe-inputs\x00{salt}\x00{name}\x00{source}"
+    return _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def inputs_rng(seed: str) -> random.Random:
+    """The generator every seeded input is drawn from (a str seed: the same in every process,
+    whatever PYTHONHASHSEED)."""
+    return _Random(seed)
+
+
+def source_of(ns: ModuleType) -> str | None:
+    """The exported source the worker ran as `ns`, as it was loaded (`workbook.modules.execute`
+    leaves it in `linecache` under the module's file name); None if it is gone."""
+    try:
+        entry = linecache.cache.get(str(ns.__dict__.get("__file__")))
+        return "".join(entry[2]) if entry is not None and len(entry) == 4 else None
+    except BaseException:
+        return None
+
+
+def tag_of(seed: str) -> str:
+    """What a seeded observation carries to say which inputs it was made with."""
+    return seed[:16]
+
+
+# ---------------------------------------------------------------------------------------
+# Files the parent reads itself.
+
+
+def keep(path: str | Path, name: str) -> JSON:
+    """Hand the file at `path` (with its ``-wal`` and ``-journal`` when they exist) to the
+    parent as artefact `name`: copied into the worker's folder under that name, for the runner
+    to copy out after the worker ends, and (`EMBED_ARTEFACTS`) compressed into the returned
+    reference. A file that is not there is reported as absent; one over `ARTEFACT_LIMIT` as
+    too large, unread."""
+    files: dict[str, str | None] = {}
+    source = Path(path)
+    for suffix in ("", "-wal", "-journal"):
+        part = Path(str(source) + suffix)
+        try:
+            size = part.stat().st_size
+        except OSError:
+            if not suffix:
+                files[suffix] = None
+            continue
+        if size > ARTEFACT_LIMIT:
+            return {"artefact": name, "too_large": size}
+        try:
+            data = part.read_bytes()
+        except OSError:
+            files[suffix] = None
+            continue
+        copy = Path.cwd() / (name + suffix)
+        if part.resolve() != copy.resolve():
+            with contextlib.suppress(OSError):
+                copy.write_bytes(data)
+        files[suffix] = (
+            base64.b64encode(zlib.compress(data, 1)).decode("ascii") if EMBED_ARTEFACTS else ""
+        )
+    return {"artefact": name, "files": files}
+
+
+# ---------------------------------------------------------------------------------------
+# The registry.
+
+
 @dataclass(frozen=True)
 class Probe:
     name: str
     fn: ProbeFn
     interpreters: int = 1
     """2: the probe also runs in a second interpreter with a different PYTHONHASHSEED."""
+    seeded: bool = False
+    """Its inputs are drawn per submission (`inputs_rng`); `fn` adds the ``seed`` tag."""
 
 
 class Probes(Registry[Probe]):
-    """A hidden suite's probes, by name, in the order they are declared."""
+    """A hidden suite's probes, by name, in the order they are declared. `salt` (see
+    `suite_salt`) seeds the inputs of its seeded probes."""
 
     kind = "probe"
 
+    def __init__(self, salt: str = "") -> None:
+        super().__init__()
+        self.salt = salt
+
     def add(self, name: str, *, interpreters: int = 1) -> Callable[[ProbeFn], ProbeFn]:
+        """A probe of the learner's module alone, on inputs fixed here."""
+
         def register(fn: ProbeFn) -> ProbeFn:
             self.register(name, Probe(name, fn, interpreters))
             return fn
 
         return register
+
+    def seeded(self, name: str, *, interpreters: int = 1) -> Callable[[SeededFn], SeededFn]:
+        """A probe ``fn(ns, rng)`` whose inputs come from `rng` (`inputs_rng` for the
+        submission): its observation, a dict, gets ``"seed"``, the tag of those inputs."""
+
+        def register(fn: SeededFn) -> SeededFn:
+            def probe(ns: ModuleType) -> JSON:
+                source = source_of(ns)
+                seed = inputs_seed(source if source is not None else "", self.salt, name)
+                seen = fn(ns, inputs_rng(seed))
+                tag = tag_of(seed) if source is not None else "unreadable"
+                return {**seen, "seed": tag} if isinstance(seen, dict) else seen
+
+            self.register(name, Probe(name, probe, interpreters, seeded=True))
+            return fn
+
+        return register
+
+    def inputs(self, source: str, name: str) -> random.Random:
+        """The parent's copy of the generator probe `name` drew its inputs from."""
+        return inputs_rng(inputs_seed(source, self.salt, name))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from grader import Isolation, Limits, Runner
+from grader.protocol import WallsMode
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -23,10 +24,15 @@ class RunnerPool:
     """`size` runners with the same limits and the same hidden folders (`hide`)."""
 
     def __init__(
-        self, size: int, limits: Limits | None = None, *, hide: Sequence[Path] = ()
+        self,
+        size: int,
+        limits: Limits | None = None,
+        *,
+        hide: Sequence[Path] = (),
+        walls: WallsMode | None = None,
     ) -> None:
         hidden = tuple(str(p) for p in hide)
-        self.runners = [Runner(limits, hide=hidden) for _ in range(max(1, size))]
+        self.runners = [Runner(limits, hide=hidden, walls=walls) for _ in range(max(1, size))]
         self._free: queue.SimpleQueue[Runner] = queue.SimpleQueue()
         for runner in self.runners:
             self._free.put(runner)

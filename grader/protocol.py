@@ -2,19 +2,20 @@
 
 Three channels, one JSON object per message on each:
 
-- runner → fork server, on the socket: a `Job`, with two descriptors passed alongside it (the
-  write end of the results pipe and the file that captures the worker's output);
-- fork server → runner, on the socket: `Reply.READY` once (with a `Ready`), then per job
-  `Reply.PID` (the worker started) and `Reply.EXIT` (how it ended), or `Reply.ERROR` instead
-  of both when the job could not start;
+- runner → fork server, on the socket: `Request.JOB` (a `Job`, with the descriptors of
+  `JOB_FDS` passed alongside it) or `Request.KILL` (stop the job in flight);
+- fork server → runner, on the socket: `Reply.READY` once (a `Ready`), then per job
+  `Reply.PID` (the worker started) and `Reply.EXIT` (an `Exit`: how it ended), or
+  `Reply.ERROR` instead of both when the job could not start;
 - worker → runner, on the results pipe, one line per `Event`: `LOADED` or `LOAD_ERROR`, then
   per probe `START` and one report (`DONE`, `TIMEOUT` or `PROBE_ERROR`), then `END`. What the
   runner makes of these lines is `grader.stream.ResultStream`.
 
-A worker ends with exit code 0, `CRASHED` when the worker itself failed, or `WALL_FAILED`
-when a wall the fork server's self-test said works could not be raised. Standard library only:
-the fork server imports this before it forks any worker. Encoding a message and decoding it
-again gives an equal message.
+The learner's code shares the worker's process, so it can write on the results pipe and end
+with any exit code: neither ever speaks for the grader. Whether the walls rose comes out of
+band, in `Exit.up` and `Exit.wall`, written by the fork server from a pipe the worker closes
+before the learner's code exists. Standard library only: this file is bound, alone, into the
+walls. Encoding a message and decoding it again gives an equal message.
 """
 
 from __future__ import annotations
@@ -24,10 +25,54 @@ from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 from typing import Any
 
-#: Exit code of a worker that failed itself (not through the learner's code).
+#: Exit code of a worker that failed itself after its walls were up. A learner's code can
+#: exit with it too, so it is only ever read as the learner's.
 CRASHED = 70
-#: Exit code of a worker that could not raise a wall the server's self-test said works.
-WALL_FAILED = 71
+#: The descriptors passed with a job, in this order: the write end of the results pipe, the
+#: file capturing the worker's output, the job's private input (`Private`, read by the worker
+#: alone), the probes module's text, and the folder that receives the worker's artefacts.
+JOB_FDS = ("results", "output", "private", "suite", "artefacts")
+
+WallsMode = str
+"""``"bwrap"`` (walls raised by bubblewrap and each worker), ``"off"`` (none: the instructor's
+explicit choice) or ``"container"`` (none raised here: one submission per disposable
+container, whose walls are trusted)."""
+WALLS_MODES = ("bwrap", "off", "container")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-child limits. Times are seconds, sizes bytes."""
+
+    probe_seconds: float = 1.0
+    """Real time one probe may take before SIGALRM stops it inside the child."""
+    grace_seconds: float = 1.0
+    """Extra real time before the parent kills a child whose probe ignored the alarm."""
+    load_seconds: float = 5.0
+    """Real time for the learner's setup and answer cells to execute (imports included)."""
+    budget_seconds: float = 20.0
+    """Real time for one submission in all; probes not started by then are not run."""
+    cpu_seconds: int = 20
+    memory_bytes: int = 512 * 2**20
+    """Address space a child may add on top of what the fork server already maps."""
+    file_bytes: int = 8 * 2**20
+    """Largest file the child may write (its captured output included)."""
+    max_pids: int = 32
+    """Processes and threads of one worker, the worker included."""
+    output_bytes: int = 64 * 2**10
+    """Captured stdout+stderr kept per child; the rest is counted and dropped."""
+    scratch_bytes: int = 64 * 2**20
+    """Size of each private, in-memory folder of a walled worker (scratch, /tmp, /dev/shm)."""
+
+    def as_json(self) -> dict[str, float | int]:
+        return asdict(self)
+
+
+class Request(StrEnum):
+    """What the runner says on a fork server's socket, under the message's ``"request"`` key."""
+
+    JOB = "job"
+    KILL = "kill"
 
 
 class Reply(StrEnum):
@@ -57,68 +102,64 @@ REPORTS = (Event.DONE, Event.TIMEOUT, Event.PROBE_ERROR)
 
 @dataclass(frozen=True)
 class Job:
-    """One worker's work: run the probes `probes` of the suite at `suite` on the exported
-    source at `source`, in `workdir`, walled in."""
+    """One worker's work: run the probes `probes` of the suite whose text comes with it (named
+    `module`, from `suite`) on the exported source of its private input, walled in."""
 
     suite: str
-    """Path of the hidden suite's ``probes.py``."""
+    """Where the probes module lives on the grader's side (its ``__file__`` in the worker)."""
+    module: str
+    """The probes module's name in ``sys.modules`` (it begins with ``_hidden_``)."""
+    digest: str
+    """SHA-256 of the probes module's text: the server imports each text once."""
     probes: tuple[str, ...]
     """The probes to run, in order."""
-    source: str
-    """Path of the exported submission (mode 600: read while the worker is still root)."""
-    workdir: str
-    """The worker's scratch folder (its cwd, HOME and TMPDIR)."""
-    cgroup: str | None
-    """A pids cgroup for the worker to join, or None when it is born inside one."""
-    limits: dict[str, Any]
-    """`grader.sandbox.Limits` as JSON."""
-    secrets: tuple[str, ...]
-    """Folders the worker must not see."""
     build: str
-    """The graded build: reference seams of earlier builds stay readable."""
-    around: str | None
-    """The folder holding the repository: nothing else in it is visible."""
+    """The graded build."""
+    limits: dict[str, Any]
+    """`Limits` as JSON."""
+
+    def to_json(self) -> bytes:
+        return json.dumps({"request": Request.JOB, **asdict(self)}).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | str | dict[str, Any]) -> Job:
+        raw = json.loads(data) if isinstance(data, (bytes, str)) else data
+        return cls(
+            suite=str(raw["suite"]),
+            module=str(raw["module"]),
+            digest=str(raw["digest"]),
+            probes=tuple(str(name) for name in raw["probes"]),
+            build=str(raw["build"]),
+            limits=dict(raw["limits"]),
+        )
+
+
+@dataclass(frozen=True)
+class Private:
+    """What only the worker reads (never the server, which outlives it and forks the next
+    learner's worker): the exported submission, and the reference seams of the earlier builds
+    this build may load (text by build number; none for a build that may not)."""
+
+    source: str
+    seams: dict[str, str]
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self)).encode()
 
     @classmethod
-    def from_json(cls, data: bytes | str) -> Job:
+    def from_json(cls, data: bytes) -> Private:
         raw = json.loads(data)
-        return cls(
-            suite=str(raw["suite"]),
-            probes=tuple(str(name) for name in raw["probes"]),
-            source=str(raw["source"]),
-            workdir=str(raw["workdir"]),
-            cgroup=raw["cgroup"],
-            limits=dict(raw["limits"]),
-            secrets=tuple(str(path) for path in raw["secrets"]),
-            build=str(raw["build"]),
-            around=raw["around"],
-        )
+        return cls(str(raw["source"]), {str(k): str(v) for k, v in raw["seams"].items()})
 
 
 @dataclass(frozen=True)
-class ServerWalls:
-    """The walls a fork server raises around each of its workers (all but the pids cgroup,
-    which the runner makes), each up or not, with its sentence for the report."""
+class Ready:
+    """The fork server's first message: how it walls its workers in, and its hash seed."""
 
-    network: bool
-    network_text: str
-    filesystem: bool
-    filesystem_text: str
-    user: bool
-    user_text: str
-
-    def walls(self) -> dict[str, Any]:
-        """Just these fields (of a subclass too), by name."""
-        return {f.name: getattr(self, f.name) for f in fields(ServerWalls)}
-
-
-@dataclass(frozen=True)
-class Ready(ServerWalls):
-    """The fork server's first message: its walls and its hash seed."""
-
+    mode: WallsMode
+    privileged: bool
+    """The server is root: each worker drops to a uid of its own (else it keeps the
+    instructor's, in user namespaces of its own)."""
     hashseed: str
     hash: int
     """``hash("run-it-twice")`` in the server: differs between servers of different seeds."""
@@ -126,6 +167,27 @@ class Ready(ServerWalls):
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Ready:
         return cls(**{f.name: data[f.name] for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class Exit:
+    """How one job ended, as the fork server saw it."""
+
+    code: int | None
+    """The learner's process's exit code (negative: the signal), None if it never reported."""
+    up: bool
+    """The walls were up before the learner's code ran: whatever happened next is the
+    learner's doing."""
+    wall: str | None = None
+    """The wall that could not be raised (a grader fault), in words."""
+    kept: int = 0
+    """Artefacts (files) copied out of the worker's scratch folder."""
+    dropped: int = 0
+    """Files left in the scratch folder but not copied (not regular, or over the bounds)."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Exit:
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
 def encode_reply(kind: Reply, **fields: Any) -> bytes:
@@ -139,3 +201,11 @@ def decode_reply(data: bytes) -> tuple[Reply, dict[str, Any]]:
     if not isinstance(message, dict):
         raise ValueError("a fork server's message is a JSON object")
     return Reply(message.pop("event", None)), message
+
+
+def decode_request(data: bytes) -> tuple[Request, dict[str, Any]]:
+    """The kind of a runner's message and its fields; ValueError when it is not one."""
+    message = json.loads(data)
+    if not isinstance(message, dict):
+        raise ValueError("a runner's message is a JSON object")
+    return Request(message.pop("request", None)), message

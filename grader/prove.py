@@ -4,7 +4,11 @@ Its parts run in order, timed, through the learner's runner (`workbook.verify.ru
 types, the unit tests, the concept notebooks against their stored outputs (nbval strict),
 validity (every solution full marks, every stub zero, every mutant killed), and the browser
 suite. With ``--submissions DIR`` (``make check SUBMISSIONS=dir [OUT=grades]``) it grades a
-class instead (`grader.batch`) and exits 0 once grading finished, whatever the scores.
+class instead (`grader.batch`) and exits 0 once grading finished, whatever the scores, or
+refuses (one paragraph, non-zero) where no walls can be raised, unless ``--walls off`` or
+``--walls container`` (``WALLS=off``) says to grade without them. As root it also grades a
+small class as an ordinary user (`grader.ordinary`); otherwise that part says "skipped: not
+root". With ``--build 03`` (``make check BUILD=03``) it runs that build's validity alone.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from grader.ordinary import skip_reason as ordinary_user_skip
+from grader.sandbox import WALLS_MODES
 from workbook.verify import BIN, ROOT, Part, pytest, run_parts
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -44,6 +50,11 @@ def instructor_parts() -> list[Part]:
             None if (ROOT / "solutions").exists() else "no build notebooks yet",
         ),
         Part(
+            "ordinary user (a class graded as nobody, behind the walls)",
+            ((sys.executable, "-m", "grader.ordinary"),),
+            ordinary_user_skip(),
+        ),
+        Part(
             "browser (JupyterLab in Chromium)",
             (pytest("tests/browser", "-p", "no:randomly"),),
             None
@@ -59,11 +70,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="run only the part whose name starts with this word")
     parser.add_argument("--submissions", type=Path, help="grade a class: one folder per learner")
     parser.add_argument("--out", type=Path, default=Path("grades"))
+    parser.add_argument("--build", action="append", help="only this build's validity (BUILD=03)")
+    parser.add_argument(
+        "--walls", choices=WALLS_MODES, default="bwrap", help="with --submissions (WALLS=off)"
+    )
     args = parser.parse_args(argv)
     if args.submissions:
         from grader.batch import grade_and_report
 
-        return grade_and_report(args.submissions, args.out)
+        return grade_and_report(args.submissions, args.out, walls=args.walls)
+    if args.build:
+        # `make check BUILD=03`: that build's validity alone (its solution, stub and mutants).
+        builds = [number.zfill(2) for number in args.build]
+        command = (sys.executable, "-m", "grader.validity", *(f"--build={b}" for b in builds))
+        part = Part(f"validity of build {', '.join(builds)}", (command,))
+        return run_parts([part], None)
     return run_parts(instructor_parts(), args.only)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Literal
 
 ProbeStatus = Literal["done", "timeout", "crashed", "error", "not run", "void", "load failed"]
@@ -70,6 +71,10 @@ class ProbeRun:
     notes: list[str] = field(default_factory=list)
     children: int = 0
     seconds: float = 0.0
+    artefacts: Path | None = None
+    """The files the workers left at the top of their scratch folder (their working folder),
+    copied out by the parent once each ended (regular files and folders only, bounded): the
+    first interpreter's here, the second's in ``@2/``. Removed once judged."""
 
 
 @dataclass(frozen=True)

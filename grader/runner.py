@@ -1,38 +1,44 @@
-"""The runner: grade one submission of one build, isolated, on plain observations.
+"""The runner: grade one submission of one build, walled in, on plain observations.
 
 `Runner` owns two fork servers (`grader.forkclient`: interpreters started with PYTHONHASHSEED
-1 and 2, everything imported once). For a submission it writes the exported source to a
-scratch folder, has the first server fork a walled-in worker that runs every probe of the
-build's hidden suite, and the second run the probes that must agree across interpreters. It
-reads the worker's JSON lines as they come (`grader.stream`), enforcing a real-time limit per
-probe: a probe that hangs costs only its own points, because the worker is killed (its
-process group and its whole pids cgroup) and a fresh one runs the probes still to come. Then
-the judges, here in the parent, turn the observations into points from the manifest, each
-test with the kind of its outcome (`grader.results.Outcome`).
+1 and 2, everything imported once, each inside its own bubblewrap sandbox). For a submission
+the first server forks a walled-in worker that runs every probe of the build's hidden suite,
+and the second one runs the probes that must agree across interpreters. The submission and the
+reference seams it may load reach the worker alone, through a private in-memory file; nothing
+of them is ever on a disk the walls show. The runner reads the worker's JSON lines as they come
+(`grader.stream`), enforcing a real-time limit per probe: a probe that hangs costs only its own
+points, because the server kills the job (every process of it: they share a PID namespace) and
+a fresh worker runs the probes still to come. The files each worker left in its scratch folder
+are copied out (`ProbeRun.artefacts`) for the judges, which then, here in the parent, turn the
+observations into points from the manifest, each test with the kind of its outcome
+(`grader.results.Outcome`).
 
 Nothing a submission does raises out of `grade_source`/`grade_notebook`: a notebook that does
-not export, code that fails to load, a crash, a hang, `sys.exit`, a memory blow-up, a fork
-bomb or a flood of output each end as zeros with a reason. Grading the same submission twice
-gives the same points and messages. One `Runner` grades one submission at a time; run one per
-worker thread to grade in parallel (each has its own cgroups).
+not export, code that fails to load, a crash, a hang, `sys.exit`, ``os._exit`` with any code,
+a memory blow-up, a fork bomb or a flood of output each end as zeros with a reason, and only a
+wall that did not rise (reported out of band, `grader.protocol.Exit`) is the grader's fault.
+Grading the same submission twice gives the same points and messages. One `Runner` grades one
+submission at a time; run one per worker thread to grade in parallel.
 """
 
 from __future__ import annotations
 
 import os
 import select
-import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from grader import sandbox
-from grader.forkclient import SCRATCH_ROOT, ForkServer
+from grader.child.artefacts import open_folder
+from grader.cleanup import remove_stale_scratch, remove_tree
+from grader.forkclient import SCRATCH_ROOT, ForkServer, digest
 from grader.judging import Observed, verdict
-from grader.protocol import WALL_FAILED, Job, Reply
+from grader.protocol import Exit, Job, Private, Reply, WallsMode
 from grader.results import (
     Outcome,
     ProbeRecord,
@@ -44,7 +50,8 @@ from grader.results import (
 )
 from grader.sandbox import Isolation, Limits
 from grader.stream import ResultStream, exit_reason, read_chunk, timeout_reason, void_reason
-from grader.suites import Suite, load_suite
+from grader.suites import Suite, load_suite, module_name
+from workbook import siblings
 from workbook.errors import WorkbookError
 from workbook.export import export_source
 from workbook.manifest import Entry, load_manifest, repo_root
@@ -53,11 +60,33 @@ from workbook.manifest import Entry, load_manifest, repo_root
 #: keys that depend on `hash()` or on the iteration order of a set of strings).
 HASHSEEDS = ("1", "2")
 #: What a worker must never see: the instructor's half of the repository (the grading outputs
-#: and the class's submissions are added by whoever grades a batch, through ``hide=``).
+#: and the class's submissions are added by whoever grades a batch, through ``hide=``). The
+#: walls are an allowlist, so none of it is there anyway; these are covered as well should an
+#: allowed folder ever hold one of them.
 SECRET_PARTS = (".git", "solutions", "tests/hidden")
 #: Old spelling of a grader fault, for callers that still read reasons: read
 #: `SubmissionResult.grader_fault` (or a test's `kind`) instead.
 GRADER_FAULT = "grader error:"
+
+
+class WallsUnavailable(WorkbookError):
+    """Walls were asked for and cannot be raised here; the message is `sandbox.refusal`."""
+
+
+@dataclass(frozen=True)
+class JobEnd:
+    """How one worker ended, as the runner tells it."""
+
+    code: int | None = None
+    """The learner's process's exit code (negative: a signal)."""
+    timeout: bool = False
+    """The runner had the job killed for overrunning."""
+    fault: str | None = None
+    """The grader's own failure (a wall that did not rise, a server lost), in words."""
+
+
+def _fault(what: str) -> str:
+    return f"{GRADER_FAULT} {what} (not your submission's fault; tell your instructor)"
 
 
 class Runner:
@@ -69,16 +98,27 @@ class Runner:
         python: str = sys.executable,
         *,
         hide: tuple[str | Path, ...] = (),
+        walls: WallsMode | None = None,
     ) -> None:
-        """`hide`: folders no worker may see besides `SECRET_PARTS` and the hidden suites
-        (a batch adds its output folder and the submissions)."""
+        """`walls`: ``"bwrap"`` (raises `WallsUnavailable` when they cannot be raised here),
+        ``"off"`` or ``"container"``; None: walls where they can be raised, else none (for
+        the instructor's own notebooks). `hide`: folders covered besides `SECRET_PARTS` should
+        an allowed folder hold them (a batch adds its output folder and the submissions)."""
         self.limits = limits or Limits()
         self.python = python
+        self.walls: WallsMode = walls or sandbox.default_walls(python)
+        if self.walls not in sandbox.WALLS_MODES:
+            raise ValueError(f"walls must be one of {', '.join(sandbox.WALLS_MODES)}")
+        if self.walls == "bwrap":
+            problem = sandbox.walls_problem(python)
+            if problem is not None:
+                raise WallsUnavailable(sandbox.refusal(problem))
         root = repo_root()
-        self.secrets = [str(root / part) for part in SECRET_PARTS] + [str(p) for p in hide]
-        self.around = str(root.parent)
+        self.secrets = tuple(str(root / part) for part in SECRET_PARTS) + tuple(map(str, hide))
         self._servers: dict[str, ForkServer] = {}
-        _remove_stale_scratch()
+        self._kept: list[Path] = []
+        self._texts: dict[Path, bytes] = {}
+        remove_stale_scratch(SCRATCH_ROOT)
 
     def __enter__(self) -> Runner:
         return self
@@ -95,13 +135,19 @@ class Runner:
         for server in self._servers.values():
             server.close()
         self._servers.clear()
+        for folder in self._kept:
+            remove_tree(folder)
+        self._kept.clear()
+
+    def _new_server(self, hashseed: str) -> ForkServer:
+        return ForkServer(hashseed, self.limits, self.python, walls=self.walls, hide=self.secrets)
 
     def start(self) -> Runner:
         """Start both fork servers at once (otherwise each starts on first use)."""
         fresh = []
         for hashseed in HASHSEEDS:
             if not self._usable(hashseed):
-                server = self._servers[hashseed] = ForkServer(hashseed, self.limits, self.python)
+                server = self._servers[hashseed] = self._new_server(hashseed)
                 server.spawn()
                 fresh.append(server)
         for server in fresh:
@@ -118,7 +164,7 @@ class Runner:
 
     def server(self, hashseed: str) -> ForkServer:
         if not self._usable(hashseed):
-            server = self._servers[hashseed] = ForkServer(hashseed, self.limits, self.python)
+            server = self._servers[hashseed] = self._new_server(hashseed)
             server.start()
         return self._servers[hashseed]
 
@@ -126,10 +172,8 @@ class Runner:
         server = self.server(HASHSEEDS[0])
         ready = server.ready
         assert ready is not None  # a started server has said it is ready
-        return Isolation(
-            pids=server.cgroup is not None,
-            pids_text=sandbox.pids_wall(server.cgroup, self.limits.max_pids),
-            **ready.walls(),
+        return sandbox.isolation(
+            self.walls, ready.privileged, server.cgroup is not None, self.limits
         )
 
     # -- grading -------------------------------------------------------------------------
@@ -169,7 +213,7 @@ class Runner:
         entry = entry or load_manifest().entry(build)
         suite = suite or load_suite(build)
         run = self.run_probes(source, suite)
-        observed = Observed(run.records)
+        observed = Observed(run.records, source=source, artefacts=run.artefacts)
         tests = []
         for spec in entry.tests:
             judge = suite.judges.by_name.get(spec.name)
@@ -183,6 +227,7 @@ class Runner:
                 kind, problem = verdict(judge, observed)
             points = spec.points if kind is Outcome.PASSED else 0
             tests.append(TestResult(spec.name, points, spec.points, problem, spec.visible, kind))
+        self.discard(run)  # judged: the artefacts have served
         unfinished = [r for r in run.records.values() if r.status != "done"]
         status: SubmissionStatus
         if run.load_error is not None:
@@ -216,32 +261,55 @@ class Runner:
     # -- probes --------------------------------------------------------------------------
 
     def run_probes(self, source: str, suite: Suite) -> ProbeRun:
-        """Run every probe of `suite` on `source`; each record says what it saw or why not."""
+        """Run every probe of `suite` on `source`; each record says what it saw or why not.
+        The worker's files are in ``run.artefacts`` until `discard` (or `close`)."""
         run = ProbeRun()
         start = time.perf_counter()
         scratch = Path(tempfile.mkdtemp(prefix=f"rit-{os.getpid()}-grade-", dir=SCRATCH_ROOT))
-        try:
-            # The worker's own uid may pass through to its folder, but not list this one or
-            # read the source (it is read while the worker is still root).
-            scratch.chmod(0o711)
-            path = scratch / "submission.py"
-            path.touch(mode=0o600)
-            path.write_text(source, encoding="utf-8")
-            first = suite.probes.names
-            self._run_all(run, scratch, path, suite, first, HASHSEEDS[0], "", start)
-            second = [p.name for p in suite.probes if p.interpreters >= 2]
-            if second and run.load_error is None:
-                self._run_all(run, scratch, path, suite, second, HASHSEEDS[1], "@2", start)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        run.artefacts = scratch / "artefacts"
+        run.artefacts.mkdir()
+        self._kept.append(scratch)
+        private = Private(source, self._seams(suite.build))
+        first = suite.probes.names
+        self._run_all(run, scratch, private, suite, first, HASHSEEDS[0], "", start)
+        second = [p.name for p in suite.probes if p.interpreters >= 2]
+        if second and run.load_error is None:
+            self._run_all(run, scratch, private, suite, second, HASHSEEDS[1], "@2", start)
         run.seconds = time.perf_counter() - start
         return run
+
+    def discard(self, run: ProbeRun) -> None:
+        """Remove what `run_probes` kept of `run` (its artefacts); a second call does nothing."""
+        if run.artefacts is not None:
+            scratch = run.artefacts.parent
+            run.artefacts = None
+            remove_tree(scratch)
+            if scratch in self._kept:
+                self._kept.remove(scratch)
+
+    def _seams(self, build: str) -> dict[str, str]:
+        """The reference seams of the earlier builds that build `build` may load (registered
+        by the suites' probes with `workbook.siblings.use_reference`), as text: never the
+        graded build's own, nor a later one's (a server serves every build)."""
+        return {
+            number: self._text(path).decode("utf-8")
+            for number, path in sorted(siblings.references().items())
+            if build and number < build
+        }
+
+    def _text(self, path: Path) -> bytes:
+        """A suite file's bytes, read once per runner: the probes a worker runs are the ones
+        the judges here were loaded with (`load_suite` loads each once), even if the file
+        changes meanwhile."""
+        if path not in self._texts:
+            self._texts[path] = path.read_bytes()
+        return self._texts[path]
 
     def _run_all(
         self,
         run: ProbeRun,
         scratch: Path,
-        source: Path,
+        private: Private,
         suite: Suite,
         names: list[str],
         hashseed: str,
@@ -259,21 +327,21 @@ class Runner:
                         " s time budget",
                     )
                 return
-            stream = ResultStream(pending, suffix, self.limits, source.read_text(encoding="utf-8"))
-            code = self._run_job(run, scratch, source, suite, stream, hashseed)
+            stream = ResultStream(pending, suffix, self.limits, private.source)
+            end = self._run_job(run, scratch, private, suite, stream, hashseed, suffix)
             stream.settle()
             run.records.update({stream.key(n): r for n, r in stream.records.items()})
-            exit_code = code if isinstance(code, int) else None
-            fault = exit_code == WALL_FAILED
             reason = stream.load_error
             if reason is None and not stream.loaded and not stream.deviation:
-                reason = (
-                    "your answer cells did not finish running within"
-                    f" {self.limits.load_seconds:g} s (an endless loop at the top level?)"
-                    if code == "timeout"
-                    else "your answer cells could not run: " + exit_reason(exit_code)
-                )
-                run.load_fault = fault
+                if end.fault is not None:
+                    reason, run.load_fault = end.fault, True
+                elif end.timeout:
+                    reason = (
+                        "your answer cells did not finish running within"
+                        f" {self.limits.load_seconds:g} s (an endless loop at the top level?)"
+                    )
+                else:
+                    reason = "your answer cells could not run: " + exit_reason(end.code)
             if reason is not None:
                 run.load_error = reason
                 for name in pending:
@@ -281,95 +349,96 @@ class Runner:
                         name + suffix, "load failed", None, reason
                     )
                 return
-            if stream.current is not None:  # the probe in flight when the worker ended
-                name = stream.current
-                status: ProbeStatus
-                if stream.deviation:
-                    status, reason = "void", void_reason(stream.deviation)
-                elif code == "timeout":
-                    status, reason = "timeout", timeout_reason(self.limits)
-                else:
-                    status, reason = "crashed", exit_reason(exit_code)
-                run.records[name + suffix] = ProbeRecord(
-                    name + suffix, status, None, reason, grader_fault=status == "crashed" and fault
-                )
             done = set(stream.started)
-            if not done:  # the worker made no progress: the next probe takes the blame
-                name = pending[0]
-                done.add(name)
-                if stream.deviation:
-                    status, reason = "void", void_reason(stream.deviation)
-                else:
-                    status, reason = "crashed", exit_reason(exit_code)
-                run.records[name + suffix] = ProbeRecord(
-                    name + suffix, status, None, reason, grader_fault=status == "crashed" and fault
+            # The probe in flight when the worker ended; the next one when it made no progress.
+            blamed = stream.current if stream.current is not None else None
+            if not done:
+                blamed = pending[0]
+                done.add(blamed)
+            if blamed is not None:
+                run.records[blamed + suffix] = self._unfinished(
+                    blamed + suffix, stream, end, in_flight=blamed == stream.current
                 )
             pending = [n for n in pending if n not in done]
+
+    def _unfinished(
+        self, key: str, stream: ResultStream, end: JobEnd, *, in_flight: bool
+    ) -> ProbeRecord:
+        status: ProbeStatus
+        if stream.deviation:
+            status, reason = "void", void_reason(stream.deviation)
+        elif end.fault is not None:
+            return ProbeRecord(key, "crashed", None, end.fault, grader_fault=True)
+        elif end.timeout and in_flight:
+            status, reason = "timeout", timeout_reason(self.limits)
+        else:
+            status, reason = "crashed", exit_reason(end.code)
+        return ProbeRecord(key, status, None, reason)
 
     def _run_job(
         self,
         run: ProbeRun,
         scratch: Path,
-        source: Path,
+        private: Private,
         suite: Suite,
         stream: ResultStream,
         hashseed: str,
-    ) -> int | str | None:
-        """Run one worker until it ends or is killed. Returns its exit code, ``"timeout"``
-        when the parent killed it for overrunning, or None when the server died."""
+        suffix: str,
+    ) -> JobEnd:
+        """Run one worker until it ends or is killed, then keep its artefacts."""
         server = self.server(hashseed)
         run.children += 1
-        workdir = scratch / f"work-{run.children}"
-        workdir.mkdir()
+        folder = scratch / f"job-{run.children}"
+        folder.mkdir(mode=0o700)
         output_path = scratch / f"output-{run.children}.log"
         output_fd = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        folder_fd = open_folder(str(folder))
         results_r, results_w = os.pipe()
+        text = self._text(suite.probes_path)
         job = Job(
             suite=str(suite.probes_path),
+            module=module_name(suite.probes_path),
+            digest=digest(text),
             probes=tuple(stream.names),
-            source=str(source),
-            workdir=str(workdir),
-            cgroup=server.cgroup_for_workers(),
-            limits=self.limits.as_json(),
-            secrets=tuple(sorted({*self.secrets, str(suite.folder.parent)})),
             build=suite.build,
-            around=self.around,
+            limits=self.limits.as_json(),
         )
         try:
-            pid = server.submit(job, results_w, output_fd)
+            server.submit(job, text, private, results_w, output_fd, folder_fd)
         finally:
             os.close(results_w)
             os.close(output_fd)
-        outcome: int | str | None = None
+            os.close(folder_fd)
+        end = JobEnd(fault=_fault("the grading server stopped answering"))
         try:
-            outcome = self._watch(server, pid, stream, results_r)
+            end = self._watch(server, stream, results_r)
         finally:
-            server.kill_worker(pid)
+            server.kill_leftovers()
             stream.drain(results_r)
             os.close(results_r)
             self._keep_output(run, output_path)
+            self._keep_artefacts(run, folder, suffix)
         if stream.deviation is not None:
             run.notes.append(f"results channel: {stream.deviation}")
-        return outcome
+        return end
 
-    def _watch(
-        self, server: ForkServer, pid: int, stream: ResultStream, results_r: int
-    ) -> int | str | None:
+    def _watch(self, server: ForkServer, stream: ResultStream, results_r: int) -> JobEnd:
         assert server.sock is not None
         os.set_blocking(results_r, False)
         stream.deadline = time.monotonic() + self.limits.load_seconds + self.limits.grace_seconds
         buffer = b""
         open_pipe = True
         killed = False
+        lost = JobEnd(fault=_fault("the grading server stopped answering"))
         while True:
             now = time.monotonic()
             if not killed and (now > stream.deadline or stream.deviation):
-                server.kill_worker(pid)
+                server.kill_job()
                 killed = True
-                stream.deadline = now + 10.0  # the server must now report the exit
+                stream.deadline = now + 10.0  # the server must now report the end
             elif killed and now > stream.deadline:
                 server.close()  # stuck: the next job starts a new server
-                return None
+                return lost
             watch: list[Any] = [server.sock] + ([results_r] if open_pipe else [])
             ready, _, _ = select.select(watch, [], [], max(stream.deadline - now, 0.0))
             if results_r in ready:
@@ -380,14 +449,34 @@ class Runner:
                     buffer = stream.take(buffer + chunk)
             if server.sock in ready:
                 reply = server.receive(timeout=0.0)
-                if reply is None:
+                if reply is None or reply[0] is not Reply.EXIT:
                     server.close()
-                    return None
-                if killed and not stream.deviation:
-                    return "timeout"
-                kind, fields = reply
-                code = fields.get("code") if kind is Reply.EXIT else None
-                return code if isinstance(code, int) else None
+                    return lost
+                return self._ended(Exit.from_json(reply[1]), killed and not stream.deviation)
+
+    def _ended(self, end: Exit, timeout: bool) -> JobEnd:
+        """What the server's report of a job's end means. Only what came out of band (the
+        walls not up) is the grader's fault; after that, every exit is the learner's."""
+        if end.wall is not None:
+            return JobEnd(fault=_fault(f"a wall could not be raised: {end.wall}"))
+        if not end.up:
+            return JobEnd(fault=_fault("the worker ended before its walls were up"))
+        return JobEnd(code=end.code, timeout=timeout)
+
+    def _keep_artefacts(self, run: ProbeRun, folder: Path, suffix: str) -> None:
+        """Move what the watcher copied out of the worker's scratch folder (``kept``, its own
+        copy: regular files and folders only, bounded) into ``run.artefacts`` (the second
+        interpreter's into ``@2``), the first copy of a name winning; then remove the rest
+        (without walls, the learner's own folder) however deep it goes."""
+        kept = folder / "kept"
+        if run.artefacts is not None and kept.is_dir() and not kept.is_symlink():
+            dest = run.artefacts / suffix if suffix else run.artefacts
+            dest.mkdir(exist_ok=True)
+            for entry in os.scandir(kept):
+                target = dest / entry.name
+                if not os.path.lexists(target):
+                    os.rename(entry.path, target)
+        remove_tree(folder)
 
     def _keep_output(self, run: ProbeRun, path: Path) -> None:
         """Keep the start of what the worker printed (up to the limit), never parse it."""
@@ -404,18 +493,9 @@ class Runner:
         run.output_bytes += size
 
 
-def _remove_stale_scratch() -> None:
-    """Remove scratch folders of runners that were killed before they could clean up."""
-    root = Path(SCRATCH_ROOT or tempfile.gettempdir())
-    for folder in root.glob("rit-*-*"):
-        owner = folder.name.split("-")[1]
-        if owner.isdigit() and not Path("/proc", owner).exists():
-            shutil.rmtree(folder, ignore_errors=True)
-
-
 def grade_notebook(
-    build: str, notebook: str | Path, limits: Limits | None = None
+    build: str, notebook: str | Path, limits: Limits | None = None, walls: WallsMode | None = None
 ) -> SubmissionResult:
     """Grade one notebook with a runner of its own (starts and stops the servers)."""
-    with Runner(limits) as runner:
+    with Runner(limits, walls=walls) as runner:
         return runner.grade_notebook(build, notebook)

@@ -1,94 +1,387 @@
-"""The walls around a learner's code: limits, a pids cgroup, no network, a scratch folder.
+"""The walls around a learner's code, from the grader's side: what bubblewrap binds, whether
+it can, and the pids cgroup.
 
-What works on these machines was verified (see the shared isolation notes): everything runs
-as root, so RLIMIT_NPROC binds nothing and the process-count limit comes from a cgroup v1
-pids controller; the network goes away with ``unshare(CLONE_NEWNET)``; RLIMIT_AS, RLIMIT_CPU
-and RLIMIT_FSIZE behave normally. Each wall that cannot be raised is reported in words, once,
-never silently skipped. Applying the limits twice in one process changes nothing.
+Walls are an allowlist. Each fork server runs inside one bubblewrap sandbox (`server_command`)
+that sees only the system's ``/usr`` (and its ``/bin``/``/lib`` links), the interpreter and the
+venv read-only, the repository's ``etl/`` and ``workbook/`` folders and the probe-side runtime
+of the grader (``grader/child/`` with ``protocol.py`` and ``observe.py``), in new user (where
+the grader is not root), mount, IPC, PID, UTS, network and cgroup namespaces, with a cleared
+environment (`ENVIRONMENT`), a new session, and death with the grader. Each worker then walls
+itself in further (`grader.child.walls`). Nothing else of the machine is there: not the rest
+of the grader, not the hidden suites, the solutions, git, another clone, the class folder, the
+outputs, ``/run`` or the host's ``/tmp``.
 
-Root can undo any wall it stands behind (leave the cgroup, unmount a mask, kill the grader),
-so the worker also gets a private mount namespace in which the instructor's secrets (hidden
-suites, solutions, git history, the grading outputs, the other learners' submissions, the
-folders beside the repository) are covered by empty read-only tmpfs mounts, and then drops to
-a uid of its own (`wall_in`). The interpreter, the packages and the scratch folder are mounted
-back where a mask or an untraversable folder (``/root`` is mode 700) would hide them, so an
-honest ``import fractions`` still works. Reference seams registered with
-`workbook.siblings.use_reference` when the probes are imported stay readable.
+`walls_problem` says, once per process, why no walls can be raised here (bubblewrap missing,
+or the kernel refusing namespaces), by raising them once in a throwaway sandbox; `refusal` is
+the paragraph class grading prints then. ``WALLS=off`` and ``WALLS=container`` are the
+instructor's explicit choices to grade without them; every grade then says so
+(`walls_identity` is in its cache key). What works on these machines is in the shared
+isolation notes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import functools
+import json
 import os
-import resource
+import shutil
 import signal
-import stat
-import sys
+import subprocess
 import time
 import uuid
-from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
-from grader.protocol import ServerWalls
+from grader.protocol import WALLS_MODES, Limits, WallsMode
+
+__all__ = [
+    "WALLS_MODES",
+    "Isolation",
+    "Limits",
+    "PidsCgroup",
+    "WallsMode",
+    "refusal",
+    "server_command",
+    "walls_identity",
+    "walls_problem",
+]
 
 PIDS_ROOT = Path("/sys/fs/cgroup/pids")
-CLONE_NEWNET = 0x40000000
-CLONE_NEWNS = 0x00020000
-PR_SET_CHILD_SUBREAPER = 36
-PR_SET_NO_NEW_PRIVS = 38
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 1, 2, 4, 32
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
-#: Workers run as ``UID_BASE + the fork server's pid``: a uid no account uses, and a different
-#: one per server, so a worker can signal or read nothing of another runner's worker, and
-#: RLIMIT_NPROC counts only its own processes.
-UID_BASE = 2_000_000_000
+#: The system folders bound read-only (a merged-/usr system has links for the others).
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: Single files of /etc the interpreter is faster with; nothing else of /etc is seen.
+ETC = ("/etc/ld.so.cache",)
+#: The grader's probe-side runtime: the only part of ``grader/`` bound into the walls.
+CHILD_RUNTIME = ("__init__.py", "protocol.py", "observe.py", "child")
+#: Where the worker's private folders are mounted (`grader.child.walls` mounts them).
+MOUNTPOINTS = ("/scratch", "/reference")
+#: Processes of a sandbox that are not the learner's: bwrap, its init, the server, the watcher.
+SANDBOX_PROCESSES = 4
+#: The interpreter query, run once per interpreter with the servers' own flags.
+_QUERY = """
+import importlib.util, json, os, sys
+packages = {}
+for name in ("etl", "workbook", "grader"):
+    spec = importlib.util.find_spec(name)
+    if spec is not None and spec.origin:
+        packages[name] = os.path.dirname(spec.origin)
+print(json.dumps({"prefix": sys.prefix, "base_prefix": sys.base_prefix, "path": sys.path,
+                  "packages": packages}))
+"""
+_MISSING = "bubblewrap (bwrap) is not installed or not on PATH"
+
+
+def environment(hashseed: str) -> dict[str, str]:
+    """The whole environment of a fork server and its workers: nothing of the grader's."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "PYTHONHASHSEED": hashseed,
+        # glibc gives each thread a 64 MiB arena under RLIMIT_AS unless told otherwise.
+        "MALLOC_ARENA_MAX": "2",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def bwrap() -> str | None:
+    """The bubblewrap executable on PATH (a test hides it by changing PATH)."""
+    return shutil.which("bwrap")
+
+
+@functools.cache
+def _version(executable: str) -> str:
+    try:
+        out = subprocess.run(
+            [executable, "--version"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except OSError:
+        return "unknown"
+    return out.split()[-1] if out.split() else "unknown"
+
+
+def walls_identity(mode: WallsMode) -> str:
+    """What of the walls goes into a grade's cache key: the mode, and bubblewrap's version
+    for walled grades (a grade made without walls is never served to a walled run)."""
+    found = bwrap()
+    return f"bwrap {_version(found)}" if mode == "bwrap" and found else mode
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Per-child limits. Times are seconds, sizes bytes."""
+class Interpreter:
+    """What a fork server's interpreter needs to see, found by asking it (cleared
+    environment, the servers' flags), once per interpreter."""
 
-    probe_seconds: float = 1.0
-    """Real time one probe may take before SIGALRM stops it inside the child."""
-    grace_seconds: float = 1.0
-    """Extra real time before the parent kills a child whose probe ignored the alarm."""
-    load_seconds: float = 5.0
-    """Real time for the learner's setup and answer cells to execute (imports included)."""
-    budget_seconds: float = 20.0
-    """Real time for one submission in all; probes not started by then are not run."""
-    cpu_seconds: int = 20
-    memory_bytes: int = 512 * 2**20
-    """Address space a child may add on top of what the fork server already maps."""
-    file_bytes: int = 8 * 2**20
-    """Largest file the child may write (its captured output included)."""
-    max_pids: int = 32
-    """Processes and threads in the child's cgroup, the child included."""
-    output_bytes: int = 64 * 2**10
-    """Captured stdout+stderr kept per child; the rest is counted and dropped."""
+    python: str
+    prefix: str
+    base_prefix: str
+    path: tuple[str, ...]
+    packages: dict[str, str]
 
-    def as_json(self) -> dict[str, float | int]:
-        return asdict(self)
+    @property
+    def repo(self) -> str | None:
+        grader = self.packages.get("grader")
+        return os.path.dirname(grader) if grader else None
+
+
+@functools.cache
+def interpreter(python: str) -> Interpreter:
+    out = subprocess.run(
+        [python, "-s", "-P", "-c", _QUERY],
+        capture_output=True,
+        text=True,
+        env=environment("0"),
+        timeout=60,
+        check=True,
+    ).stdout
+    data = json.loads(out)
+    return Interpreter(
+        python, data["prefix"], data["base_prefix"], tuple(data["path"]), data["packages"]
+    )
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _in_a_venv(path: str, repo: str) -> bool:
+    """Whether `path`, inside the repository, is inside a virtual environment there."""
+    folder = path
+    while _under(folder, repo) and folder != repo:
+        if os.path.exists(os.path.join(folder, "pyvenv.cfg")):
+            return True
+        folder = os.path.dirname(folder)
+    return False
+
+
+def read_only_roots(info: Interpreter) -> list[str]:
+    """The folders bound read-only whole: the interpreter's prefixes and every import path,
+    but never the repository (nor a folder holding it), whose editable install would
+    otherwise bring in all of it; a venv inside it is fine."""
+    repo = info.repo
+    roots: list[str] = []
+    for candidate in (info.base_prefix, info.prefix, *info.path):
+        if not candidate:
+            continue
+        real = os.path.realpath(candidate)
+        if not os.path.exists(real) or real == "/":
+            continue
+        if any(_under(real, root) for root in (*SYSTEM, *roots)):
+            continue
+        if repo and (_under(repo, real) or (_under(real, repo) and not _in_a_venv(real, repo))):
+            continue
+        roots = [r for r in roots if not _under(r, real)] + [real]
+    return roots
+
+
+def server_command(
+    python: str, hashseed: str, argv: list[str], *, hide: tuple[str, ...] = (), module: str = ""
+) -> list[str]:
+    """bubblewrap around ``python -s -P -m MODULE ARGV KEEP`` (default: the fork server;
+    KEEP, the JSON list of what the workers put back in their private temporary folders)."""
+    found = bwrap()
+    if found is None:
+        raise FileNotFoundError(_MISSING)
+    info = interpreter(python)
+    root = os.geteuid() == 0
+    # Root keeps the init user namespace, where each worker can drop to a uid of its own.
+    # Anyone else gets a user namespace, in which the server keeps CAP_SYS_ADMIN: it makes
+    # each job's namespaces and mounts (the learner's process locks itself out of it).
+    spaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+    if root:
+        command = [found, *spaces, "--unshare-cgroup-try"]
+    else:
+        command = [found, "--unshare-all", "--cap-add", "CAP_SYS_ADMIN"]
+    command += ["--die-with-parent", "--new-session", "--clearenv"]
+    for name, value in environment(hashseed).items():
+        command += ["--setenv", name, value]
+    # First, so that a bind below one of them (a venv or a clone in /tmp) is not covered.
+    command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in SYSTEM:
+        if os.path.islink(path):
+            command += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            command += ["--ro-bind", path, path]
+    for path in ETC:
+        command += ["--ro-bind-try", path, path]
+    roots = read_only_roots(info)
+    for path in roots:
+        command += ["--ro-bind", path, path]
+    bound = [*SYSTEM, *roots]
+    for name in ("etl", "workbook"):
+        folder = info.packages.get(name)
+        if folder and not any(_under(folder, b) for b in bound):
+            command += ["--ro-bind", folder, folder]
+            bound.append(folder)
+    grader = info.packages.get("grader")
+    if grader:
+        inside = any(_under(grader, b) for b in bound)
+        if inside:  # an installed grader: cover the rest of it
+            command += ["--tmpfs", grader]
+        for part in CHILD_RUNTIME:
+            command += ["--ro-bind", os.path.join(grader, part), os.path.join(grader, part)]
+            bound.append(os.path.join(grader, part))
+        if inside:
+            command += ["--remount-ro", grader]
+    # What each worker puts back inside its private /tmp and /dev/shm (`walls.wall_in`).
+    keep = [b for b in bound if any(_under(b, t) and b != t for t in ("/tmp", "/dev/shm"))]
+    for secret in hide:  # only ever something inside a bound folder needs covering
+        real = os.path.realpath(secret)
+        if os.path.isdir(real) and any(_under(real, b) and real != b for b in bound):
+            command += ["--tmpfs", real, "--remount-ro", real]
+    for path in MOUNTPOINTS:
+        command += ["--dir", path]
+    command = _searchable_parents(command)
+    command += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/"]
+    module = module or "grader.child.forkserver"
+    return [*command, python, "-s", "-P", "-m", module, *argv, json.dumps(keep)]
+
+
+def _searchable_parents(command: list[str]) -> list[str]:
+    """`command` with the folders above each bind made first, mode 755: bubblewrap makes
+    them 700, which a worker that dropped to a uid of its own could not pass through."""
+    made = {"/", "/tmp", "/proc", "/dev"}
+    out: list[str] = []
+    i = 0
+    while i < len(command):
+        arg = command[i]
+        if arg in ("--ro-bind", "--ro-bind-try", "--bind", "--symlink"):
+            dest = command[i + 2]
+            parents = []
+            folder = os.path.dirname(dest)
+            while folder not in made and folder != "/":
+                parents.append(folder)
+                folder = os.path.dirname(folder)
+            for parent in reversed(parents):
+                out += ["--perms", "0755", "--dir", parent]
+                made.add(parent)
+            made.add(dest)
+            out += command[i : i + 3]
+            i += 3
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
+@functools.cache
+def walls_problem(python: str) -> str | None:
+    """Why no walls can be raised here (None: they can), found once per process by raising
+    them in a throwaway sandbox (`grader.child.walls`), as every fork server will."""
+    if bwrap() is None:
+        return _MISSING
+    try:
+        command = server_command(python, "0", [], module="grader.child.walls")
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bubblewrap could not start: {exc}"
+    try:
+        verdict = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        said = " ".join((done.stderr or done.stdout).split())[:300]
+        return f"bubblewrap could not create the namespaces ({said or done.returncode})"
+    problem = verdict.get("problem")
+    return None if problem is None else f"a worker could not raise its walls ({problem})"
+
+
+def default_walls(python: str) -> WallsMode:
+    """For the instructor's own checks (solutions, stubs, mutants): walls where they can be
+    raised, else none (those notebooks are the instructor's own)."""
+    return "bwrap" if walls_problem(python) is None else "off"
+
+
+def refusal(problem: str) -> str:
+    """The one paragraph class grading prints instead of grading without walls."""
+    return (
+        f"Not grading: no walls can be raised around the learners' code here: {problem}."
+        " The grader runs each submission behind bubblewrap (bwrap), so that it sees only"
+        " the interpreter, the packages and a scratch folder of its own, and cannot read the"
+        " solutions, the hidden tests or another learner's work. Install it (Debian/Ubuntu:"
+        " `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`; Arch: `pacman -S"
+        " bubblewrap`); on macOS, or where the kernel forbids user namespaces, grade inside"
+        " a Linux VM or container. To grade anyway, without walls (every grade then says so"
+        " and is cached apart): `make check SUBMISSIONS=... WALLS=off` (command line:"
+        " `--walls off`), or `WALLS=container` when each submission runs in a disposable"
+        " container of its own."
+    )
 
 
 @dataclass(frozen=True)
-class Isolation(ServerWalls):
-    """Which walls are up around every worker on this machine, each with its sentence for the
-    report (``*_text``): the fork server's, and the pids cgroup."""
+class Isolation:
+    """Which walls are up around every worker, each with its sentence for the report."""
 
+    mode: WallsMode
     pids: bool
-    """A pids cgroup caps processes and threads."""
+    """The number of processes and threads of a worker is capped."""
     pids_text: str
+    network: bool
+    network_text: str
+    filesystem: bool
+    """The worker sees an allowlist of folders, nothing else."""
+    filesystem_text: str
+    user: bool
+    """The worker cannot act as the grader's user or as root outside its namespaces."""
+    user_text: str
 
     @property
     def complete(self) -> bool:
         return self.pids and self.network and self.filesystem and self.user
 
+    @property
+    def summary(self) -> str:
+        """One line: the mode, and what it means."""
+        if self.mode == "bwrap":
+            return f"walls: bwrap ({walls_identity('bwrap')}, an allowlist per worker)"
+        if self.mode == "container":
+            return "walls: container (none raised here: the disposable container is trusted)"
+        return "walls: OFF (learners' code can read and write whatever this user can)"
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def isolation(mode: WallsMode, privileged: bool, cgroup: bool, limits: Limits) -> Isolation:
+    """The walls a fork server in `mode` raises, in words."""
+    nobody = "your uid" if not privileged else "root"
+    if mode != "bwrap":
+        why = "WALLS=container: the container holds them" if mode == "container" else "WALLS=off"
+        return Isolation(
+            mode,
+            cgroup,
+            f"pids cgroup ({limits.max_pids} processes and threads per submission)"
+            if cgroup
+            else f"NO process-count limit ({why}): a fork bomb is stopped only by the time limits",
+            False,
+            f"network reachable ({why})",
+            False,
+            f"NO walls ({why}): the learner's code can read whatever this user can",
+            False,
+            f"runs as {nobody}, the grader's own user ({why})",
+        )
+    own = "a uid of its own" if privileged else "a user namespace of its own"
+    pids = f"RLIMIT_NPROC ({limits.max_pids} per worker, {own})"
+    if cgroup:
+        pids = f"pids cgroup and {pids}"
+    return Isolation(
+        mode,
+        True,
+        f"{pids}; a PID namespace per worker: nothing it starts outlives it",
+        True,
+        "no network (an empty network namespace)",
+        True,
+        f"an allowlist ({walls_identity('bwrap')}): the interpreter, the packages, etl/ and"
+        " workbook/ read-only, and a private scratch folder, /tmp and /dev/shm per worker",
+        True,
+        f"{own} per worker, in a user namespace whose mounts it cannot undo"
+        if privileged
+        else f"{nobody}, in user namespaces of its own per worker (nothing outside is reachable)",
+    )
+
 
 class PidsCgroup:
-    """One pids cgroup per fork server: its children join it, and `kill_all` empties it."""
+    """One pids cgroup per fork server, entered from birth: `kill_all` empties it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -109,15 +402,19 @@ class PidsCgroup:
             return None
         return cls(path)
 
+    @property
+    def procs(self) -> Path:
+        return self.path / "cgroup.procs"
+
     def pids(self) -> list[int]:
         try:
-            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+            return [int(p) for p in self.procs.read_text().split()]
         except (OSError, ValueError):
             return []
 
     def kill_all(self, patience: float = 2.0, keep: int | None = None) -> bool:
-        """SIGKILL every process in the cgroup but `keep` (the fork server, which lives in
-        it) until none is left. True when it emptied."""
+        """SIGKILL every process in the cgroup but `keep` until none is left. True when it
+        emptied."""
         deadline = time.monotonic() + patience
         while True:
             pids = [pid for pid in self.pids() if pid != keep]
@@ -154,368 +451,3 @@ def _remove_stale(parent: Path) -> None:
         owner = child.name.split("-", 1)[0]
         if child.is_dir() and owner.isdigit() and not Path("/proc", owner).exists():
             PidsCgroup(child).remove()
-
-
-def pids_wall(cgroup: PidsCgroup | None, max_pids: int) -> str:
-    if cgroup is not None:
-        return f"pids cgroup ({max_pids} processes and threads per submission)"
-    why = (
-        "as root RLIMIT_NPROC binds nothing"
-        if os.geteuid() == 0
-        else "RLIMIT_NPROC would be shared by every process of this user"
-    )
-    return (
-        f"NO process-count limit: the pids cgroup at {PIDS_ROOT} is not writable and {why};"
-        " a fork bomb is stopped only by the time limits"
-    )
-
-
-def leave_network() -> tuple[bool, str]:
-    """Move this process into an empty network namespace. Returns whether it worked, and the
-    sentence for the report."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.unshare(CLONE_NEWNET) == 0:
-            return True, "no network (empty network namespace)"
-        err = ctypes.get_errno()
-        return False, f"network reachable: unshare(CLONE_NEWNET) failed ({os.strerror(err)})"
-    except (OSError, AttributeError) as exc:
-        return False, f"network reachable: unshare is unavailable ({exc})"
-
-
-def become_subreaper() -> None:
-    """Orphans of the learner's processes become our children, so we can reap them."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-def enter_cgroup(path: str | None, pid: int | None = None) -> None:
-    """Move `pid` (default: this process) into the cgroup. The fork server joins its own once,
-    so every worker is born inside: moving a process between v1 cgroups waits for the
-    kernel's RCU grace period, 10 to 20 ms each time."""
-    if path:
-        Path(path, "cgroup.procs").write_text(str(pid or os.getpid()))
-
-
-def mapped_bytes() -> int:
-    """This process's address space now (what a fork child inherits)."""
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[0])
-        return pages * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def apply_rlimits(limits: Limits) -> None:
-    """CPU, address space, file size, no core files; processes too once the worker has a uid
-    of its own (see `pids_wall` for the cgroup)."""
-    cpu = int(limits.cpu_seconds)
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    memory = mapped_bytes() + limits.memory_bytes
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if os.geteuid() >= UID_BASE:
-        # Under a uid of its own the kernel's per-user count is this worker's alone: a second
-        # wall behind the cgroup (for root, or any shared uid, it would be none or unfair).
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_pids, limits.max_pids))
-    # Past the file-size limit a write fails with EFBIG instead of killing the child.
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-
-
-# ---------------------------------------------------------------------------------------
-# Walls against root: a private view of the filesystem, then a uid of the worker's own.
-
-
-class WallError(OSError):
-    """A wall the self-test said works could not be raised in a worker."""
-
-
-@dataclass(frozen=True)
-class Walls:
-    """Which of the walls against root this machine allows, found once per fork server by
-    `probe_walls`, each with the sentence for the report."""
-
-    filesystem: bool
-    """A private mount namespace per worker can cover the secrets."""
-    user: bool
-    """A worker can drop to a uid of its own."""
-    filesystem_text: str
-    user_text: str
-
-    def as_json(self) -> dict[str, object]:
-        return asdict(self)
-
-
-def _libc() -> ctypes.CDLL:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [
-        ctypes.c_char_p,
-        ctypes.c_char_p,
-        ctypes.c_char_p,
-        ctypes.c_ulong,
-        ctypes.c_char_p,
-    ]
-    return libc
-
-
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str = "") -> None:
-    libc = _libc()
-
-    def raw(text: str | None) -> bytes | None:
-        return None if text is None else os.fsencode(text)
-
-    if libc.mount(raw(source), raw(target), raw(fstype), flags, raw(data or None)) != 0:
-        err = ctypes.get_errno()
-        raise WallError(err, f"mount {target}: {os.strerror(err)}")
-
-
-def _private_namespace() -> None:
-    if _libc().unshare(CLONE_NEWNS) != 0:
-        err = ctypes.get_errno()
-        raise WallError(err, f"unshare(CLONE_NEWNS): {os.strerror(err)}")
-    # Without this the masks would propagate back into the grader's own namespace.
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-
-
-def _mask(path: str) -> None:
-    """An empty tmpfs over `path` (a folder), writable by root until `_seal`."""
-    _mount("rit-mask", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
-
-
-def _seal(path: str) -> None:
-    _mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-
-
-def _under(path: str, folder: str) -> bool:
-    return path != folder and path.startswith(folder.rstrip("/") + "/")
-
-
-def _blocked_ancestor(path: str, uid: int) -> str | None:
-    """The shallowest folder above `path` that `uid` may not search (``/root``, mode 700)."""
-    parts = Path(path).parts
-    for depth in range(1, len(parts)):
-        folder = str(Path(*parts[:depth]))
-        try:
-            info = os.stat(folder)
-        except OSError:
-            return None
-        if info.st_uid != uid and not info.st_mode & stat.S_IXOTH:
-            return folder
-    return None
-
-
-def needed_paths(extra: Iterable[str] = ()) -> list[str]:
-    """What the worker must still reach behind the masks: the interpreter and its libraries,
-    every import path, the folder each imported top-level module came from (editable
-    installs, such as this repository's packages, live outside site-packages), and `extra`.
-
-    The part that depends on what is imported is worked out once per set of modules (the
-    fork server does it before forking, so a worker pays nothing for it)."""
-    key = (len(sys.modules), tuple(sys.path))
-    if _needed_memo.get("key") != key:
-        candidates = [
-            sys.prefix,
-            sys.base_prefix,
-            sys.exec_prefix,
-            sys.base_exec_prefix,
-            os.path.dirname(os.path.realpath(sys.executable)),
-            *(p for p in sys.path if p),
-        ]
-        for name, module in list(sys.modules.items()):
-            file = getattr(module, "__file__", None)
-            if "." in name or not isinstance(file, str):
-                continue
-            folder = os.path.dirname(file)
-            if os.path.basename(file) == "__init__.py":
-                folder = os.path.dirname(folder)
-            candidates.append(folder)
-        _needed_memo.update(key=key, paths=_existing(candidates))
-    base: list[str] = _needed_memo["paths"]
-    return base + [p for p in _existing(extra) if p not in base]
-
-
-_needed_memo: dict[str, Any] = {}
-
-
-def _existing(paths: Iterable[str]) -> list[str]:
-    found: list[str] = []
-    for path in paths:
-        real = os.path.realpath(path)
-        if os.path.exists(real) and real not in found:
-            found.append(real)
-    return found
-
-
-#: Folders every program may write to: each worker gets empty private ones.
-TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
-
-
-@dataclass(frozen=True)
-class Mask:
-    """A folder covered by an empty tmpfs in the worker's namespace.
-
-    ``secret``: nothing under it comes back but the kept files; ``cover``: the needed paths
-    under it come back, nothing else; ``temp``: the same, but writable by everyone (a private
-    /tmp)."""
-
-    path: str
-    kind: str
-
-
-def plan_masks(
-    secrets: Sequence[str], around: str | None, needed: Sequence[str], uid: int | None
-) -> list[Mask]:
-    """The folders to cover, shallowest first.
-
-    `around` (the folder holding the repository) is covered, so nothing beside the repository
-    is visible; so are the shared temporary folders, and every folder the uid could not search
-    on the way to a needed path (``/root``, mode 700, above a pyenv interpreter)."""
-    masks: dict[str, str] = {}
-    for path in TEMP_FOLDERS:
-        if os.path.isdir(path) and not os.path.islink(path):
-            masks[os.path.realpath(path)] = "temp"
-    if around and os.path.realpath(around) != "/":
-        # A repository cloned straight into /tmp: that /tmp stays a writable private one.
-        masks.setdefault(os.path.realpath(around), "cover")
-    if uid is not None:
-        for path in needed:
-            blocked = _blocked_ancestor(path, uid)
-            if blocked:
-                masks.setdefault(blocked, "cover")
-    # A cover over a needed path itself would hide it.
-    masks = {m: kind for m, kind in masks.items() if m not in needed}
-    for path in secrets:
-        if os.path.isdir(path):
-            masks[os.path.realpath(path)] = "secret"
-    ordered = sorted(masks, key=lambda m: (m.count("/"), m))
-    return [Mask(m, masks[m]) for m in ordered]
-
-
-def wall_in(
-    *,
-    secrets: Sequence[str],
-    around: str | None,
-    keep: Sequence[str],
-    workdir: str,
-    walls: Walls,
-    uid: int,
-) -> None:
-    """In a freshly forked worker, as root: hide `secrets` and what is beside `around`, keep
-    the `keep` files readable, then become `uid`. Raises `WallError` when a wall that
-    `walls` says works cannot be raised. Calling it twice in one process is an error
-    (the second time the process is no longer root)."""
-    if walls.filesystem:
-        _build_view(secrets, around, keep, workdir, uid if walls.user else None)
-    if walls.user:
-        os.chown(workdir, uid, uid)
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-        # No setuid binary (su, mount, ...) can hand root back.
-        _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-
-
-def _build_view(
-    secrets: Sequence[str], around: str | None, keep: Sequence[str], workdir: str, uid: int | None
-) -> None:
-    needed = needed_paths([os.path.dirname(workdir)])
-    masks = plan_masks(secrets, around, needed, uid)
-    secret = [m.path for m in masks if m.kind == "secret"]
-    kept = [os.path.realpath(k) for k in keep if os.path.isfile(k)]
-    _private_namespace()
-    # Opened after the unshare (a bind mount must come from this namespace's mounts) and
-    # before anything is covered: the mounts back come from these descriptors.
-    handles = {path: os.open(path, os.O_PATH) for path in {*needed, *kept}}
-    umask = os.umask(0o022)  # the worker's 077 would make the folders made here unsearchable
-    try:
-        for mask in masks:
-            if not os.path.isdir(mask.path):
-                continue
-            if mask.kind == "temp":
-                _mount("rit-tmp", mask.path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
-            else:
-                _mask(mask.path)
-            if mask.kind == "secret":
-                continue
-            inside = [n for n in needed if _under(n, mask.path)]
-            # Mount back only the outermost needed paths; the ones below come with them.
-            for path in inside:
-                if any(_under(path, other) for other in inside):
-                    continue
-                if any(path == s or _under(path, s) for s in secret):
-                    continue
-                os.makedirs(path, exist_ok=True)
-                _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
-        for path in kept:
-            if not any(_under(path, m.path) for m in masks):
-                continue
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            Path(path).touch()
-            _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND)
-        for mask in masks:
-            if mask.kind != "temp" and os.path.isdir(mask.path):
-                _seal(mask.path)
-    finally:
-        os.umask(umask)
-        for handle in handles.values():
-            os.close(handle)
-
-
-def probe_walls(scratch: str) -> Walls:
-    """Try the walls in a throwaway child (this process stays as it is) and describe them."""
-    if os.geteuid() != 0:
-        user = os.environ.get("USER") or str(os.geteuid())
-        return Walls(
-            False,
-            False,
-            "secrets NOT hidden: the grader is not root, so it cannot give the learner's code"
-            " a view of its own; that code can read whatever this user can read",
-            f"runs as {user}, the grader's own user (switching users needs root)",
-        )
-    uid = UID_BASE + os.getpid()
-    target = os.path.join(scratch, "wall-probe")
-    os.makedirs(target, exist_ok=True)
-    Path(target, "secret").write_text("x")
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child reports each wall in one line, then leaves
-        os.close(read_fd)
-        lines = []
-        try:
-            _private_namespace()
-            _mask(target)
-            _seal(target)
-            hidden = not os.path.exists(os.path.join(target, "secret"))
-            lines.append("mounts ok" if hidden else "mounts: the mask did not hide the file")
-        except OSError as exc:
-            lines.append(f"mounts: {exc.strerror or exc}")
-        try:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            lines.append("user ok" if os.getuid() == uid else "user: setuid did not stick")
-        except OSError as exc:
-            lines.append(f"user: {exc.strerror or exc}")
-        os.write(write_fd, "\n".join(lines).encode())
-        os._exit(0)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as report:
-        text = report.read().decode()
-    os.waitpid(pid, 0)
-    mounts_line, user_line = [*text.splitlines(), "mounts: no report", "user: no report"][:2]
-    mounts_ok, user_ok = mounts_line == "mounts ok", user_line == "user ok"
-    filesystem = (
-        "secrets hidden (a private mount namespace per worker: hidden suites, solutions, git"
-        " history, grading outputs, submissions and the folders beside the repository are"
-        " covered by empty read-only mounts)"
-        if mounts_ok
-        else f"secrets NOT hidden: {mounts_line.removeprefix('mounts: ')}"
-    )
-    user_text = (
-        "own uid per worker (not root: cannot undo the walls, write the outputs, or signal"
-        " another worker)"
-        if user_ok
-        else f"runs as root: dropping to another uid failed ({user_line.removeprefix('user: ')})"
-    )
-    return Walls(mounts_ok, user_ok, filesystem, user_text)

@@ -16,9 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.protocol import REPORTS, WALL_FAILED, Event
+from grader.protocol import REPORTS, Event, Limits
 from grader.results import ProbeRecord
-from grader.sandbox import Limits
 
 #: A results line longer than this is not a probe's observation.
 MAX_LINE = 4 * 2**20
@@ -184,14 +183,11 @@ def load_reason(event: dict[str, Any], source: str) -> str:
 
 
 def exit_reason(code: int | None) -> str:
-    """How a worker that exited with `code` (None: no report) is explained."""
+    """How a worker whose walls were up and that exited with `code` (None: no report) is
+    explained: always as the learner's doing (``os._exit(71)`` included), since the learner's
+    code could have produced any of it."""
     if code is None:
         return "the grading process stopped answering"
-    if code == WALL_FAILED:
-        return (
-            "grader error: the worker could not be walled in (not your submission's fault;"
-            " tell your instructor)"
-        )
     if code < 0:
         sig = -code
         known = _SIGNALS.get(signal.Signals(sig)) if sig in signal.valid_signals() else None

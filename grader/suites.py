@@ -1,21 +1,28 @@
 """Hidden suites on disk: ``tests/hidden/buildNN/`` holds ``probes.py`` (run in the child),
-``judges.py`` (run here) and ``mutants.toml`` (known bugs, as edits of the solution's export).
+``judges.py`` (run here: one pytest test ``test_<name>(observed)`` per graded test) and
+``mutants.toml`` (known bugs, as edits of the solution's export).
 
-None of it ships to learners, and none of it is a Python package: the files are loaded by path,
-so pytest never collects them and a learner's code cannot import them by name. Loading a suite
-twice returns the same objects.
+None of it ships to learners. The fork server runs ``probes.py`` from its text, under a name of
+its own (`module_name`), so a learner's code cannot import it by name; the judges are a package
+(``tests.hidden.buildNN.judges``, each folder with an ``__init__.py``), so that they import
+their probes' inputs by name, mypy checks them with the packages, and pytest collects them
+(``pytest tests/hidden/buildNN --submission PATH``). A suite folder that is no package (a
+test's own, written to a temporary folder) is loaded by path instead. Loading a suite twice
+returns the same objects.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import sys
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
 
-from grader.judging import Judges
+from grader.judging import Judges, judges_of
 from grader.observe import Probes
 from workbook.errors import WorkbookError
 from workbook.manifest import repo_root
@@ -82,9 +89,28 @@ def module_name(path: Path) -> str:
     return f"_hidden_{path.stem}_{path.parent.name}_{digest}"
 
 
-def load_probes(path: Path) -> ModuleType:
-    """The probes module at `path` (what a suite's judges import for the shared inputs)."""
-    return import_path(path, module_name(path))
+def import_suite_file(path: Path) -> ModuleType:
+    """The suite's module at `path` (its judges, or its probes as the parent reads them):
+    imported as a submodule of its package when its folder is one (``tests/hidden/build03/
+    judges.py`` is ``tests.hidden.build03.judges``; the parent packages are imported from
+    their own ``__init__.py`` first, wherever the working directory is), else by path.
+    Raises `SuiteError` when a package of that name was imported from another folder."""
+    parts = [path.stem]
+    top = path.parent
+    while (top / "__init__.py").exists():
+        parts.insert(0, top.name)
+        top = top.parent
+    if len(parts) == 1:
+        return import_path(path, module_name(path))
+    for depth in range(1, len(parts)):
+        package = ".".join(parts[:depth])
+        folder = top.joinpath(*parts[:depth])
+        known = sys.modules.get(package)
+        if known is None:
+            import_path(folder / "__init__.py", package)
+        elif folder.resolve() not in [Path(p).resolve() for p in getattr(known, "__path__", [])]:
+            raise SuiteError(f"{path}: the package {package} is already imported from elsewhere")
+    return importlib.import_module(".".join(parts))
 
 
 @cache
@@ -94,8 +120,8 @@ def load_suite(build: str, hidden: Path | None = None) -> Suite:
     if not has_suite(build, hidden):
         raise SuiteError(f"no hidden suite for build {build} (expected {folder}/probes.py)")
     try:
-        probes = load_probes(folder / "probes.py").PROBES
-        judges = import_path(folder / "judges.py", module_name(folder / "judges.py")).JUDGES
+        probes = import_suite_file(folder / "probes.py").PROBES
+        judges = judges_of(import_suite_file(folder / "judges.py"))
     except SuiteError:
         raise
     except Exception as exc:

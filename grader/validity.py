@@ -7,7 +7,10 @@ prints as one table:
 - structure: they differ only in answer cells (same cells, types, tags and other sources);
 - suite: every graded test has a judge and a hint, every judge a graded test;
 - solution: full marks; stub: zero on every graded test;
-- mutants: each known bug fails at least one graded test (the line names which).
+- mutants: each known bug fails at least one graded test (the line names which);
+- pytest: the solutions earn every point through the other path too, the hidden suites run
+  as pytest suites (``pytest tests/hidden --submission solutions``, one run for every build,
+  in a process of its own while the rest is checked).
 
 It exits 1 when any line is wrong. Running it twice prints the same table (times aside).
 Nothing here writes to the repository.
@@ -16,8 +19,12 @@ Nothing here writes to the repository.
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +49,7 @@ class Line:
 
 
 def structure(exercise: Path, solution: Path) -> Line:
-    """Same cells in the same order; only the sources of answer cells may differ."""
+    """Same cells in the same order; only the sources of answer and test cells may differ."""
     ex_cells = read_notebook(exercise)["cells"]
     sol_cells = read_notebook(solution)["cells"]
     problems = []
@@ -59,7 +66,7 @@ def structure(exercise: Path, solution: Path) -> Line:
         if sorted(cell_tags(ex)) != sorted(cell_tags(sol)):
             problems.append(f"cell {number}: tags {cell_tags(ex)} vs {cell_tags(sol)}")
             continue
-        if ex.get("cell_type") == "code" and "answer" in cell_tags(ex):
+        if ex.get("cell_type") == "code" and {"answer", "test"} & set(cell_tags(ex)):
             answers += 1
         elif cell_source(ex) != cell_source(sol):
             first = _first_difference(cell_source(ex), cell_source(sol))
@@ -209,9 +216,53 @@ def check_build(entry: Entry, root: Path, hidden: Path, pool: RunnerPool) -> lis
     return lines
 
 
-def build_table(entry: Entry, lines: Sequence[Line]) -> str:
+class PytestRun:
+    """``pytest tests/hidden/buildNN ... --submission solutions`` for the given builds, started
+    at once in a process of its own; `lines` waits for it and says, per build, whether every
+    graded test passed there."""
+
+    def __init__(self, root: Path, entries: Sequence[Entry]) -> None:
+        self.entries = list(entries)
+        self.folder = Path(tempfile.mkdtemp(prefix="rit-validity-"))
+        self.report = self.folder / "report.xml"
+        self.started = time.perf_counter()
+        suites = [str(root / "tests" / "hidden" / f"build{e.number}") for e in self.entries]
+        solutions = ["--submission", str(root / "solutions"), f"--junitxml={self.report}"]
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites, *solutions],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+
+    def lines(self) -> dict[str, Line]:
+        output, _ = self.process.communicate()
+        seconds = time.perf_counter() - self.started
+        outcomes: dict[tuple[str, str], bool] = {}
+        try:
+            for case in ElementTree.parse(self.report).iter("testcase"):
+                build = case.get("classname", "").split(".")[-2].removeprefix("build")
+                failed = any(c.tag in ("failure", "error", "skipped") for c in case)
+                outcomes[(build, case.get("name", "").removeprefix("test_"))] = not failed
+        except (OSError, ElementTree.ParseError, IndexError):
+            pass
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        lines = {}
+        for entry in self.entries:
+            names = [t.name for t in entry.tests]
+            passed = [n for n in names if outcomes.get((entry.number, n))]
+            problems = [f"{n}: failed or not run under pytest" for n in names if n not in passed]
+            summary = f"{len(passed)} of {len(names)} graded tests pass ({seconds:.1f} s)"
+            if not outcomes:
+                problems = output.decode("utf-8", "replace").splitlines()[-12:]
+            lines[entry.number] = Line(f"build {entry.number}", not problems, summary, problems)
+        return lines
+
+
+def build_table(entry: Entry | None, lines: Sequence[Line]) -> str:
     width = max(len(line.name) for line in lines)
-    out = [f"build {entry.number}  {entry.title}"]
+    out = [f"build {entry.number}  {entry.title}" if entry else ""]
     for line in lines:
         out.append(f"  {MARK[line.ok]} {line.name:<{width}}  {line.summary}")
         for detail in line.details[:12]:
@@ -241,15 +292,23 @@ def main(argv: list[str] | None = None) -> int:
     if not entries:
         print("validity: no graded notebook is on disk yet; nothing to check.")
         return 0
+    judged = [e for e in entries if e.solution and (root / e.solution).exists()]
+    through_pytest = PytestRun(root, [e for e in judged if has_suite(e.number, hidden)])
     with RunnerPool(args.workers) as pool:
         isolation = pool.isolation()
         print("Validity of the graded builds")
+        print(f"  {isolation.summary}")
         print(f"  processes: {isolation.pids_text}\n  network:   {isolation.network_text}\n")
         failures = 0
         for entry in entries:
             lines = check_build(entry, root, hidden, pool)
             print(build_table(entry, lines) + "\n", flush=True)
             failures += sum(not line.ok for line in lines)
+    pytest_lines = list(through_pytest.lines().values())
+    if pytest_lines:
+        print("The solutions through pytest: pytest tests/hidden/buildNN --submission solutions")
+        print(build_table(None, pytest_lines).split("\n", 1)[1] + "\n")
+        failures += sum(not line.ok for line in pytest_lines)
     seconds = time.perf_counter() - start
     if failures:
         print(f"validity FAILED: {failures} line(s) wrong ({seconds:.1f} s)")

@@ -1,4 +1,4 @@
-"""Submissions that break things or try to cheat, built from the build 03 notebooks.
+"""Submissions that break things, cheat or forge, built from the build 03 (and 07) notebooks.
 
 Every learner here is a folder written by `write_corpus`, made by editing the solution's (or
 the exercise's) answer cells: appending code after a definition redefines it, so each entry
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbook.export import cell_source, cell_tags
+from grader import Runner, load_suite
+from workbook.export import cell_source, cell_tags, export_source
 from workbook.manifest import load_manifest
 
 Notebook = dict[str, Any]
@@ -85,17 +86,21 @@ def write(folder: Path, nb: Notebook | str, name: str = NAME) -> Path:
 
 @dataclass(frozen=True)
 class Learner:
-    """One corpus folder: how to write it, and what its grade for build 03 must show."""
+    """One corpus folder: how to write it, and what its grade for `build` (03 unless said)
+    must show."""
 
     name: str
     make: Callable[[Path], object]
     points: int | None = None
-    """Exactly this many points for build 03 (None: see `twin`)."""
+    """Exactly this many points for the build (None: see `twin`)."""
     status: str | None = None
     words: tuple[str, ...] = ()
     """Each appears in the build's reason or in a failed test's message."""
     twin: str | None = None
     """A cheat scores at most what this honest learner scores."""
+    build: str = "03"
+    fails: tuple[str, ...] = ()
+    """Graded tests the cheat must fail, whatever else it earns."""
 
 
 def solution() -> Notebook:
@@ -217,7 +222,9 @@ def two_notebooks(folder: Path) -> None:
 
 def huge(folder: Path) -> None:
     nb = solution()
-    nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "w" * (17 * 2**20)})
+    # 17 MiB in a graded cell: stored outputs and prose do not count against the limit.
+    code = {"cell_type": "code", "metadata": {"tags": ["answer"]}, "outputs": []}
+    nb["cells"].append({**code, "execution_count": None, "source": "#" + "w" * (17 * 2**20)})
     write(folder, nb)
 
 
@@ -546,7 +553,353 @@ CHEATS: tuple[Learner, ...] = (
     Learner("twin_hardcodes", twin("fnv1a_64")),
 )
 
-CORPUS: tuple[Learner, ...] = ROBUST + CHEATS
+# ─────────────────────────────────────────────────────────────────────────────── forgeries
+#
+# One per way the learner's code can try to speak for the grader from inside its own process
+# (probes run there, beside it). Each is held to the score of the same work without the
+# forgery: the stub's zero, or its twin's. Those that replay use the solution's own
+# observations, recorded once per corpus (`recorded`), with the seed tag of every seeded
+# observation rewritten for the forger's own text: the strongest replay there is, short of
+# doing the work.
+
+_RECORDED: dict[str, dict[str, Any]] = {}
+
+
+def recorded(build: str) -> dict[str, Any]:
+    """What the probes observe of build `build`'s solution, by probe (``name@2`` for the
+    second interpreter): the observations a forgery replays."""
+    if build not in _RECORDED:
+        entry = MANIFEST.entry(build)
+        with Runner() as runner:
+            run = runner.run_probes(export_source(ROOT / str(entry.solution)), load_suite(build))
+            _RECORDED[build] = {k: r.obs for k, r in run.records.items() if r.status == "done"}
+            discard = getattr(runner, "discard", None)
+            if discard is not None:
+                discard(run)
+    return _RECORDED[build]
+
+
+#: What every replaying forgery starts with: the recorded observations, and how to make one
+#: look like an observation of this very submission's inputs.
+REPLAY = """
+import gc
+import json
+import linecache
+import sys
+
+from grader.observe import inputs_seed, tag_of
+
+_RECORDED = json.loads(@RECORDED@)
+_SOURCE = "".join(linecache.cache[__file__][2])
+if hasattr(gc, "unfreeze"):
+    gc.unfreeze()  # the fork server froze what it imported: the probes too
+_SALT = next(  # the salt of this build's probes (the server holds every build's)
+    o.salt
+    for o in gc.get_objects()
+    if type(o).__name__ == "Probes" and "fnv1a_vectors" in getattr(o, "by_name", {})
+)
+_SECOND = any(
+    k.endswith("@2") and isinstance(v, dict) and v.get("hash") == hash("run-it-twice")
+    for k, v in _RECORDED.items()
+)
+
+
+def _replayed(name):
+    obs = json.loads(json.dumps(_RECORDED.get(name + ("@2" if _SECOND else ""), {"ok": None})))
+    if isinstance(obs, dict) and "seed" in obs:
+        obs["seed"] = tag_of(inputs_seed(_SOURCE, _SALT, name))
+    return obs
+
+
+def _is_chosen(value):
+    return (
+        isinstance(value, list)
+        and value
+        and all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str) for x in value)
+    )
+
+
+def _replace(chosen, make):
+    for index, (name, _fn) in enumerate(chosen):
+        chosen[index] = (name, make(name))
+"""
+
+#: Walks up from the answers' own code to the worker's frame and swaps every probe it is about
+#: to run for one that returns the replayed observation.
+FRAME_WALK = """
+_frame = sys._getframe()
+while _frame is not None:
+    for _value in list(_frame.f_locals.values()):
+        if _is_chosen(_value):
+            _replace(_value, lambda name: (lambda ns: _replayed(name)))
+    _frame = _frame.f_back
+"""
+
+#: The same through the collector: every object the worker holds, frozen ones included.
+THROUGH_GC = """
+for _value in gc.get_objects():
+    if _is_chosen(_value):
+        _replace(_value, lambda name: (lambda ns: _replayed(name)))
+"""
+
+#: Writes a complete, well-formed result stream (loaded, each probe's start and report, end)
+#: on the results pipe, then ends the process before the real one begins.
+FORGED_STREAM = """
+import os
+
+_chosen, _channel = None, None
+_frame = sys._getframe()
+while _frame is not None:
+    for _value in list(_frame.f_locals.values()):
+        if _is_chosen(_value):
+            _chosen = _value
+        if hasattr(_value, "fd") and hasattr(_value, "send"):
+            _channel = _value
+    _frame = _frame.f_back
+
+
+def _line(event):
+    data = (json.dumps(event, separators=(",", ":")) + "\\n").encode()
+    while data:
+        data = data[os.write(_channel.fd, data):]
+
+
+if _chosen is not None and _channel is not None:
+    _line({"event": "loaded", "seconds": 0.01, "setup": 0.01})
+    for _name, _fn in _chosen:
+        _line({"event": "start", "probe": _name})
+        _line({"event": "done", "probe": _name, "obs": _replayed(_name), "seconds": 0.01})
+    _line({"event": "end"})
+    os._exit(0)
+"""
+
+#: The jitter probes swapped for ones that report no draws at all (and the seed tag right).
+EMPTY_DRAWS = """
+_EMPTY = {
+    "full_jitter_stays_within_bounds": lambda: {
+        "draws": [{"ok": []} for _ in range(9)],
+        "five": [{"ok": []}, {"ok": []}],
+        "plain": {"ok": [0.8]},
+    },
+    "full_jitter_spreads_over_the_whole_range": lambda: {
+        "draws": [{"ok": []} for _ in range(6)],
+        "with_retry": _replayed("full_jitter_spreads_over_the_whole_range")["with_retry"],
+    },
+}
+
+
+def _empty(name):
+    if name not in _EMPTY:
+        return None
+    return lambda ns: {**_EMPTY[name](), "seed": tag_of(inputs_seed(_SOURCE, _SALT, name))}
+
+
+_frame = sys._getframe()
+while _frame is not None:
+    for _value in list(_frame.f_locals.values()):
+        if _is_chosen(_value):
+            for _index, (_name, _fn) in enumerate(_value):
+                if _empty(_name) is not None:
+                    _value[_index] = (_name, _empty(_name))
+    _frame = _frame.f_back
+"""
+
+#: Digests that are stable, distinct and the same in every process, and are not content ids:
+#: everything a judge comparing keys only with each other would accept.
+CONSISTENT_DIGESTS = """
+import hashlib
+
+
+def content_id(kind, canonical):
+    return hashlib.sha256(f"{kind}|{canonical}".encode()).hexdigest()
+
+
+def content_key(row):
+    return hashlib.sha256(repr(row).encode()).hexdigest()
+"""
+
+#: Raises a ParseError of its own making, a look-alike of etl.ParseError.
+LOCAL_PARSE_ERROR = """
+import dataclasses
+import json
+
+
+class @NAME@(ValueError):
+    pass
+
+
+def content_key(row):
+    try:
+        canonical = json.dumps(
+            dataclasses.asdict(row),
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+    except ValueError as exc:
+        raise @NAME@(str(exc)) from None
+    return content_id("row", canonical)
+"""
+
+#: Rebinds etl's error kinds (where a probe might look them up) to the error it raises.
+REBINDS_ETL = """
+import etl
+import etl.errors
+
+etl.ParseError = ValueError
+etl.errors.ParseError = ValueError
+"""
+
+#: Tries every way to the reference seams of build 03, to run them as its own answers.
+READS_SEAMS = """
+from pathlib import Path
+
+import workbook
+from workbook import siblings
+
+_places = [siblings.reference_for("03"), *siblings.references().values()]
+_places += [Path(workbook.__file__).resolve().parents[1] / "tests" / "hidden" / "seams" / "03.py"]
+_places += [Path("/tests/hidden/seams/03.py"), Path("/scratch/reference/03.py")]
+for _place in _places:
+    try:
+        exec(compile(Path(_place).read_text(), "seams", "exec"), globals())
+        break
+    except Exception:
+        pass
+try:
+    globals().update(vars(siblings.load_sibling("03")))
+except Exception:
+    pass
+"""
+
+#: A connection whose trace shows a deferred BEGIN as BEGIN IMMEDIATE (with the known bug
+#: that writes BEGIN): a probe tracing through the connection's own method would believe it.
+LYING_CONNECTION = """
+import sqlite3 as _sqlite3
+
+
+class _Lying(_sqlite3.Connection):
+    def set_trace_callback(self, callback):
+        if callback is None:
+            return super().set_trace_callback(None)
+
+        def rewritten(sql):
+            callback("BEGIN IMMEDIATE" if sql.strip().upper() == "BEGIN" else sql)
+
+        return super().set_trace_callback(rewritten)
+
+
+_honest_open_store = open_store
+
+
+def open_store(path):
+    _honest_open_store(path).close()  # the tables, made as before
+    return _sqlite3.connect(path, isolation_level=None, factory=_Lying)
+"""
+
+BUILD07 = MANIFEST.entry("07")
+
+
+def with_mutant(nb: Notebook, build: str, name: str) -> Notebook:
+    """A copy of `nb` with the known bug `name` of build `build` made in its answer cells."""
+    nb = copy.deepcopy(nb)
+    mutant = next(m for m in load_suite(build).mutants if m.name == name)
+    for edit in mutant.edits:
+        cell = next(c for c in answer_cells(nb) if edit.old in cell_source(c))
+        cell["source"] = cell_source(cell).replace(edit.old, edit.new)
+    return nb
+
+
+def replaying(code: str) -> Callable[[Path], object]:
+    """The stub with `code` run at load, after the replay preamble."""
+
+    def make(folder: Path) -> object:
+        text = REPLAY.replace("@RECORDED@", repr(json.dumps(recorded("03")))) + code
+        return write(folder, at_load(exercise(), text))
+
+    return make
+
+
+def build07(make: Callable[[], Notebook]) -> Callable[[Path], object]:
+    return lambda folder: write(folder, make(), Path(BUILD07.path).name)
+
+
+def solution07() -> Notebook:
+    return read(ROOT / str(BUILD07.solution))
+
+
+DIGEST_TESTS = (
+    "same_content_hashes_stable_distinct_content_differs",
+    "content_key_is_stable_and_distinguishes_rows",
+    "content_id_is_sha256_of_kind_nul_canonical",
+    "content_key_hashes_the_canonical_json",
+    "keys_equal_across_interpreters",
+)
+PARSE_ERROR_TESTS = (
+    "content_key_is_stable_and_distinguishes_rows",
+    "row_without_canonical_form_raises_parse_error",
+    "parse_failure_mid_batch_remembers_nothing",
+)
+JITTER_TESTS = ("full_jitter_stays_within_bounds", "full_jitter_spreads_over_the_whole_range")
+
+FORGERIES: tuple[Learner, ...] = (
+    Learner("forge_probes_by_frame_walk", replaying(FRAME_WALK), 0, "graded"),
+    Learner("forge_probes_through_gc", replaying(THROUGH_GC), 0, "graded"),
+    Learner("forge_result_stream", replaying(FORGED_STREAM), 0),
+    Learner(
+        "forge_consistent_digests",
+        cheat(CONSISTENT_DIGESTS),
+        fails=DIGEST_TESTS,  # the sink works with any consistent key: those points are earned
+    ),
+    Learner(
+        "forge_empty_jitter_draws",
+        lambda folder: write(
+            folder,
+            at_load(
+                stubbed(solution(), "backoff_delay"),
+                REPLAY.replace("@RECORDED@", repr(json.dumps(recorded("03")))) + EMPTY_DRAWS,
+            ),
+        ),
+        twin="twin_empty_jitter_draws",
+        fails=JITTER_TESTS,
+    ),
+    Learner("twin_empty_jitter_draws", twin("backoff_delay")),
+    Learner(
+        "forge_local_parse_error",
+        cheat(LOCAL_PARSE_ERROR.replace("@NAME@", "ParseError")),
+        twin="twin_local_parse_error",
+        fails=PARSE_ERROR_TESTS,
+    ),
+    Learner("twin_local_parse_error", cheat(LOCAL_PARSE_ERROR.replace("@NAME@", "NotParse"))),
+    Learner(
+        "forge_rebinds_etl_kinds",
+        nb_maker(
+            lambda: at_load(
+                at_end(solution(), LOCAL_PARSE_ERROR.replace("@NAME@", "Bad")), REBINDS_ETL
+            )
+        ),
+        twin="twin_local_parse_error",
+        fails=PARSE_ERROR_TESTS,
+    ),
+    Learner("forge_reads_reference_seams", nb_maker(lambda: at_load(exercise(), READS_SEAMS)), 0),
+    Learner(
+        "forge_lying_connection",
+        build07(
+            lambda: at_end(with_mutant(solution07(), "07", "deferred_begin"), LYING_CONNECTION)
+        ),
+        twin="twin_lying_connection",
+        build="07",
+        fails=("explicit_transaction_per_page",),
+    ),
+    Learner(
+        "twin_lying_connection",
+        build07(lambda: with_mutant(solution07(), "07", "deferred_begin")),
+        build="07",
+    ),
+)
+
+CORPUS: tuple[Learner, ...] = ROBUST + CHEATS + FORGERIES
 
 
 def write_corpus(folder: Path, out: Path) -> dict[str, Learner]:

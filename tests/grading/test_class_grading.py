@@ -2,9 +2,11 @@
 
 One batch grades every corpus learner (see `corpus.py`) plus two learners holding every
 graded build (all solutions, all stubs). Each broken submission scores zero for what it broke,
-with a reason, and the batch goes on; no cheat scores above its honest twin; feedback shows no
-secret and none of the learners' own output; the repository and the outputs survive learners
-that try to delete or forge them. A second, small class proves the cache.
+with a reason, and the batch goes on; no cheat scores above its honest twin, and no forgery
+(of the probes, the result stream, the digests, the error classes) earns a point the work
+itself would not; feedback shows no secret and none of the learners' own output; the
+repository and the outputs survive learners that try to delete or forge them. A second, small
+class proves the cache.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from grader import prove
+from grader import Outcome, ProbeRecord, load_suite, prove
 from grader.batch import ClassReport, LearnerGrade, grade_and_report, grade_class
+from grader.judging import Observed, verdict
+from grader.observe import inputs_seed, tag_of
 from grader.release import secrets
 from grader.sandbox import Limits
 from tests.grading import corpus
-from tests.grading.corpus import CHEATS, ROBUST, Learner
+from tests.grading.corpus import CHEATS, FORGERIES, ROBUST, Learner
+from workbook.export import export_source
 
 #: Short load time: three learners hang or fork at load, and each costs this much.
 LIMITS = Limits(load_seconds=3.0)
@@ -38,9 +43,9 @@ class Graded:
     def learner(self, name: str) -> LearnerGrade:
         return next(g for g in self.report.learners if g.learner == name)
 
-    def build03(self, name: str) -> tuple[int, str, str]:
-        """(points, status, every word the learner is told) for build 03."""
-        grade = next(b for b in self.learner(name).builds if b.entry.number == "03")
+    def build03(self, name: str, build: str = "03") -> tuple[int, str, str]:
+        """(points, status, every word the learner is told) for build 03 (or `build`)."""
+        grade = next(b for b in self.learner(name).builds if b.entry.number == build)
         told = " ".join(
             [grade.found.problem or "", grade.result.reason]
             + [t.message for t in grade.result.tests]
@@ -71,7 +76,7 @@ def test_every_learner_gets_one_row_in_a_fixed_order(graded: Graded) -> None:
     assert list(table) == expected
     header = (graded.out / "grades.csv").read_text().splitlines()[0].split(",")
     builds = [e.number for e in graded.report.builds]
-    assert header == ["learner", *builds, "total", "max", "status", "reason"]
+    assert header == ["learner", *builds, "total", "max", "status", "reason", "walls"]
     assert "03" in builds
     total = len(table) * len(builds)
     last = graded.progress.rstrip().splitlines()[-1]
@@ -124,13 +129,60 @@ def test_no_cheat_scores_above_its_honest_score(graded: Graded, learner: Learner
         assert points == learner.points, told[:2000]
 
 
+@pytest.mark.parametrize(
+    "learner",
+    [x for x in FORGERIES if x.twin or x.points is not None or x.fails],
+    ids=lambda x: x.name,
+)
+def test_a_forgery_earns_nothing_the_work_itself_would_not(
+    graded: Graded, learner: Learner
+) -> None:
+    """A replayed observation, a probe swapped from inside, a forged result stream, digests
+    that are only consistent, an empty list of draws, a look-alike error class, rebound etl
+    kinds, the reference seams, a connection lying about its trace: none earns a point."""
+    points, _, told = graded.build03(learner.name, learner.build)
+    if learner.twin:
+        assert points <= graded.build03(learner.twin, learner.build)[0], told[:2000]
+    if learner.points is not None:
+        assert points == learner.points, told[:2000]
+    grade = next(b for b in graded.learner(learner.name).builds if b.entry.number == learner.build)
+    passed = {t.name for t in grade.result.tests if t.passed}
+    assert not passed & set(learner.fails), told[:2000]
+
+
+@pytest.mark.parametrize("build", ["03", "05", "07"])
+def test_a_replayed_report_passes_no_test_of_any_build(build: str) -> None:
+    """The solution's own reports, their seed tags rewritten for another submission's text
+    (as a forger in the worker can), judged for that submission: every test fails, because
+    every test's inputs are drawn for the submission judged."""
+    suite = load_suite(build)
+    source = export_source(corpus.ROOT / str(corpus.MANIFEST.entry(build).solution))
+    other = source + "\n# another learner's answers\n"
+    records = {}
+    for key, obs in corpus.recorded(build).items():
+        name = key.split("@")[0]
+        if isinstance(obs, dict) and "seed" in obs:
+            obs = {**obs, "seed": tag_of(inputs_seed(other, suite.probes.salt, name))}
+        records[key] = ProbeRecord(key, "done", obs)
+    passed = [
+        name
+        for name, judge in suite.judges.by_name.items()
+        if verdict(judge, Observed(records, source=other)).kind is Outcome.PASSED
+    ]
+    assert passed == []
+    recorded = {k: ProbeRecord(k, "done", o) for k, o in corpus.recorded(build).items()}
+    honest = Observed(recorded, source=source)
+    assert all(verdict(j, honest).kind is Outcome.PASSED for j in suite.judges), build
+
+
 def test_a_learner_cannot_read_the_secrets(graded: Graded) -> None:
     _, _, told = graded.build03("cheat_reads_hidden")
     seen = told.split("got:", 1)[1].split("expected:", 1)[0]
     for name in ("judges.py", "probes.py", "03_build_retry_and_sink.ipynb", "HEAD"):
         assert f"{name}: FileNotFoundError" in seen or f"{name}: PermissionError" in seen, seen
     # Not even the reference seams: build 03's own would be its solution, ready to load.
-    assert "tests/hidden: []" in seen and "solutions: []" in seen, seen
+    for folder in ("tests/hidden", "solutions"):  # empty, or not there at all (an allowlist)
+        assert f"{folder}: ['" not in seen, seen
     assert "JUDGES" not in told and "PROBES" not in told
 
 

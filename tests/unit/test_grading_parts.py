@@ -5,29 +5,40 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import random
+import sqlite3
+import types
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+import etl
 from grader import Limits, Mutant, SuiteError
 from grader.judging import (
+    JSON,
     Fail,
     GraderFault,
     Judges,
     Observed,
     Verdict,
     equal,
+    is_kind,
+    judges_of,
+    listed,
     ok,
+    raises,
     same_value,
     verdict,
 )
-from grader.observe import attempt, plain, vrun
+from grader.observe import Probes, attempt, keep, plain, vrun
 from grader.protocol import Job
 from grader.results import Outcome, ProbeRecord
 from grader.stream import ResultStream
 from grader.suites import Edit, load_mutants
 from grader.validity import structure
+from workbook.modules import execute, fresh_module
 
 # ── mutants ────────────────────────────────────────────────────────────────────────────
 
@@ -97,7 +108,11 @@ def test_plain_survives_a_repr_that_raises() -> None:
 
 
 def test_attempt_reports_exceptions_by_name_and_missing_names() -> None:
-    assert attempt(lambda: 1 / 0) == {"raised": "ZeroDivisionError", "message": "division by zero"}
+    assert attempt(lambda: 1 / 0) == {
+        "raised": "ZeroDivisionError",
+        "message": "division by zero",
+        "is": [],
+    }
     assert attempt(lambda: 42) == {"ok": 42}
 
     def exits() -> None:
@@ -181,24 +196,113 @@ def test_a_judge_passes_only_on_positive_evidence() -> None:
         judge(Observed({"t": ProbeRecord("t", "done", {"ok": 3})}))
 
 
-def test_the_grader_s_own_failures_are_grader_faults() -> None:
+def test_grader_faults_are_the_grader_s_and_a_malformed_report_is_the_learner_s() -> None:
     judges = Judges()
 
     @judges.add("seed")
     def seed(obs: Observed) -> None:
-        raise GraderFault("grader error: both interpreters had the same hash seed")
+        raise GraderFault("grader error: the fork servers could not start")
 
-    @judges.add("buggy")
-    def buggy(obs: Observed) -> None:
+    @judges.add("misshapen")
+    def misshapen(obs: Observed) -> None:
         obs("t")["missing key"]
 
     observed = Observed({"t": ProbeRecord("t", "done", {"ok": 1})})
     assert verdict(judges.by_name["seed"], observed).kind is Outcome.GRADER_FAULT
-    crash = verdict(judges.by_name["buggy"], observed)
-    assert crash.kind is Outcome.GRADER_FAULT
-    assert crash.message.startswith("the judge could not read the observation (KeyError")
+    # A report of another shape than the probe's was forged or changed by the learner's code,
+    # which shares the probe's process: it is wrong, never a grader fault.
+    crash = verdict(judges.by_name["misshapen"], observed)
+    assert crash.kind is Outcome.WRONG
+    assert crash.message.startswith("the probe's report is not in the shape the probe makes")
     with pytest.raises(ValueError, match="judge 'seed' declared twice"):
         judges.add("seed")(seed)
+
+
+def test_the_judges_of_a_module_are_its_test_functions() -> None:
+    module = types.ModuleType("judges")
+
+    def test_b(observed: Observed) -> None:
+        pass
+
+    def test_a(observed: Observed) -> None:
+        pass
+
+    def helper(observed: Observed) -> None:
+        pass
+
+    module.__dict__.update(test_b=test_b, test_a=test_a, helper=helper)
+    judges = judges_of(module)
+    assert judges.names == ["b", "a"]
+    assert judges.by_name["a"].fn is test_a
+
+
+class ParseError(ValueError):
+    """A learner's look-alike of etl.ParseError."""
+
+
+def test_exceptions_are_judged_by_class_not_by_name() -> None:
+    real, fake = attempt(lambda: _raise(etl.ParseError("x"))), attempt(lambda: _raise(ParseError()))
+    assert real["is"] == ["EtlError", "ParseError"] and fake["is"] == ["ValueError"]
+    assert is_kind(real, "ParseError") and not is_kind(fake, "ParseError")
+    with pytest.raises(Fail, match=r"it is not etl\.ParseError"):
+        raises(fake, "content_key(row)", "ParseError")
+    assert is_kind(attempt(lambda: _raise(KeyError("k"))), "KeyError")
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc
+
+
+def test_lengths_are_checked_before_anything_in_them() -> None:
+    assert listed([1, 2], 2, "f()") == [1, 2]
+    for value in ([], [1], [1, 2, 3], {"ok": []}, None):
+        with pytest.raises(Fail, match="2 draws, one per input"):
+            listed(value, 2, "f()", "draws")
+
+
+def test_seeded_inputs_are_drawn_again_in_the_parent() -> None:
+    probes = Probes("salt")
+
+    @probes.seeded("p")
+    def probe(ns: types.ModuleType, rng: random.Random) -> JSON:
+        return {"value": rng.random()}
+
+    source = "x = 1\n"
+    ns = fresh_module("submission", "/nowhere/submission.py")
+    execute(ns, source, "/nowhere/submission.py")
+    seen = probes.by_name["p"].fn(ns)
+    observed = Observed({"p": ProbeRecord("p", "done", seen)}, source=source)
+    got, rng = observed.seeded("p", probes)
+    assert got["value"] == rng.random()  # the same inputs, drawn here
+    other = Observed({"p": ProbeRecord("p", "done", seen)}, source="x = 2\n")
+    with pytest.raises(Fail, match="an observation made with other inputs"):
+        other.seeded("p", probes)
+    assert probes.by_name["p"].fn(fresh_module("gone"))["seed"] == "unreadable"
+
+
+def test_kept_files_are_read_by_the_parent_and_never_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a probe keeps files in its working directory
+    db = tmp_path / "made.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("INSERT INTO t VALUES (42)")
+    conn.close()
+    ref = keep(db, "probe.store")
+    embedded = Observed({})
+    with embedded.database(ref) as read:
+        assert read is not None and read.execute("SELECT x FROM t").fetchall() == [(42,)]
+        with pytest.raises(sqlite3.OperationalError):
+            read.execute("INSERT INTO t VALUES (1)")  # read-only
+    copied = Observed({}, artefacts=tmp_path)
+    assert copied.artefact(ref) == db.read_bytes()
+    (tmp_path / "linked").symlink_to(db)
+    assert copied.artefact({"artefact": "linked"}) is None
+    os.mkfifo(tmp_path / "fifo")
+    assert copied.artefact({"artefact": "fifo"}) is None
+    assert copied.artefact({"artefact": "../made.sqlite"}) is None
+    assert keep(tmp_path / "absent", "x") == {"artefact": "x", "files": {"": None}}
 
 
 # ── the report protocol ────────────────────────────────────────────────────────────────
@@ -207,14 +311,11 @@ def test_the_grader_s_own_failures_are_grader_faults() -> None:
 def test_a_job_survives_the_trip_to_the_fork_server() -> None:
     job = Job(
         suite="/s/probes.py",
+        module="_hidden_probes_s",
+        digest="0" * 64,
         probes=("a", "b"),
-        source="/x/submission.py",
-        workdir="/x/work-1",
-        cgroup=None,
-        limits=Limits().as_json(),
-        secrets=("/r/.git", "/r/solutions"),
         build="03",
-        around="/",
+        limits=Limits().as_json(),
     )
     assert Job.from_json(job.to_json()) == job
 

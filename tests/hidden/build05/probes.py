@@ -2,9 +2,13 @@
 
 Each probe calls the learner's code on inputs defined here (Retry-After values, responses built
 by hand, fault scripts for the fixture server, files to ingest into) and returns what it saw as
-plain JSON: values of exact types, errors by class name, request times on a virtual clock, the
-ids in the file afterwards. No expected value lives in this file: the judges (``judges.py``, in
-the parent) compute those from the specs and the fixture's own data.
+plain JSON: values of exact types, errors by class name and by the class they really are,
+request times on a virtual clock; the files ingested into are kept (`grader.observe.keep`) for
+the parent to read itself. No expected value lives in this file: the judges (``judges.py``, in
+the parent) compute those from the specs and the fixture's own data. Every probe is seeded:
+the fixture serves the launches in an order drawn per submission from its own exported text
+(`listing`), and the parsing probes add values drawn the same way (``draw_*``), so the parent,
+drawing them again, judges what these inputs must give, not what some other run reported.
 
 Build 05's setup cell loads build 03's seams with `workbook.siblings.load_sibling`. Graded here,
 the export has no notebook next to it, so importing this file registers the reference seams of
@@ -20,11 +24,13 @@ import contextlib
 import dataclasses
 import json
 import os
+import random
 import select
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -45,6 +51,7 @@ from etl import (
 from etl.server import (
     IN_PROCESS_BASE_URL,
     LAUNCHES_PATH,
+    DateForm,
     Fault,
     FixtureApp,
     RetryAt,
@@ -56,15 +63,17 @@ from grader.observe import (
     Clock,
     Probes,
     attempt,
+    keep,
     need,
     plain,
     raised,
     safe_text,
+    suite_salt,
     vrun,
 )
 from workbook.siblings import use_reference
 
-PROBES = Probes()
+PROBES = Probes(suite_salt(__file__))
 SEAMS = Path(__file__).resolve().parent.parent / "seams"
 use_reference("03", SEAMS / "03.py")
 
@@ -105,7 +114,7 @@ NOW = datetime(2024, 3, 1, 12, 0, 0, tzinfo=UTC)
 NOW_FRACTION = datetime(2031, 11, 9, 23, 59, 58, 250_000, tzinfo=UTC)
 
 #: (seconds from now, form): dates rendered from these, judged against the arithmetic.
-DATE_OFFSETS: tuple[tuple[int, str], ...] = (
+DATE_OFFSETS: tuple[tuple[int, DateForm], ...] = (
     (30, "imf"),
     (30, "rfc850"),
     (30, "asctime"),
@@ -114,7 +123,11 @@ DATE_OFFSETS: tuple[tuple[int, str], ...] = (
     (86_400 * 40, "rfc850"),
     (7, "asctime"),
 )
-PAST_OFFSETS: tuple[tuple[int, str], ...] = ((-60, "imf"), (-1, "rfc850"), (-86_400, "asctime"))
+PAST_OFFSETS: tuple[tuple[int, DateForm], ...] = (
+    (-60, "imf"),
+    (-1, "rfc850"),
+    (-86_400, "asctime"),
+)
 DELAY_SECONDS: tuple[str, ...] = ("0", "7", "007", "120", "86400", " 15 ")
 NOT_DELAY_SECONDS: tuple[str, ...] = (
     "²",
@@ -140,7 +153,7 @@ MALFORMED: tuple[str, ...] = (
 )
 
 
-def date_text(offset: int, form: str, now: datetime = NOW) -> str:
+def date_text(offset: int, form: DateForm, now: datetime = NOW) -> str:
     return http_date(now + timedelta(seconds=offset), form)
 
 
@@ -239,6 +252,11 @@ BAD_JSON_AT, UNAVAILABLE_AT = 70, 30
 PREFILLED = 50
 
 
+def always(name: str) -> Callable[[int], str | None]:
+    """A transport fault script raising `name` on every request."""
+    return lambda _number: name
+
+
 def httpx_error(name: str, request: httpx.Request) -> httpx.TransportError:
     kind = getattr(httpx, name)
     error: httpx.TransportError = kind(f"scripted {name}", request=request)
@@ -249,12 +267,11 @@ def httpx_error(name: str, request: httpx.Request) -> httpx.TransportError:
 
 
 def failure(exc: BaseException) -> JSON:
-    """An error as an observation, with whether it is exactly one of etl's kinds."""
+    """An error as an observation (its class name and the etl kinds it really is), with the
+    status of an HttpStatus."""
     seen = raised(exc)
-    if type(exc) in ETL_KINDS:
-        seen["etl"] = True
-        if type(exc) is HttpStatus:
-            seen["status"] = plain(getattr(exc, "status", None))
+    if isinstance(exc, HttpStatus):
+        seen["status"] = plain(getattr(exc, "status", None))
     return seen
 
 
@@ -334,24 +351,6 @@ def lines_in(path: Path) -> int:
         return 0
 
 
-def file_rows(path: Path) -> JSON:
-    """Each line of the file as [id, net], or {"bad": text} for a line that is not a row."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        return [{"bad": safe_text(exc)}]
-    rows: list[Any] = []
-    for line in text.splitlines():
-        try:
-            row = json.loads(line)
-            rows.append([plain(row["id"]), plain(row["net"])])
-        except (ValueError, KeyError, TypeError):
-            rows.append({"bad": line[:80]})
-    return rows
-
-
 def source_options(ns: ModuleType, policy: dict[str, Any] | None, timeout: float | None) -> Any:
     options: dict[str, Any] = {}
     if policy is not None:
@@ -368,7 +367,7 @@ def read_source(
     query: str = "?limit=10",
     policy: dict[str, Any] | None = None,
     timeout: float | None = None,
-    results: Sequence[Mapping[str, Any]] | None = None,
+    results: Sequence[Mapping[str, Any]],
     faults: Callable[[int], str | None] | None = None,
     detail: bool = False,
 ) -> JSON:
@@ -402,7 +401,7 @@ def read_source(
     }
 
 
-_OUTCOME = ("raised", "message", "missing")
+_OUTCOME = ("raised", "message", "missing", "is")
 
 
 def item(launch: Any, detail: bool) -> JSON:
@@ -418,12 +417,13 @@ def run_ingest(
     *,
     query: str = "?limit=10",
     policy: dict[str, Any] | None = None,
-    results: Sequence[Mapping[str, Any]] | None = None,
+    results: Sequence[Mapping[str, Any]],
     watch: bool = False,
+    name: str,
 ) -> JSON:
     """One run of ``ingest(source, path)`` with a fresh fixture, client and source: the
     report, each request (with the file's line count when it started, if `watch`), and the
-    file's rows afterwards."""
+    file afterwards, kept as `name`."""
     box: dict[str, Any] = {"requests": []}
     where = Path(path)
 
@@ -450,7 +450,7 @@ def run_ingest(
 
     seen = vrun(go)
     end = seen["ok"]["end"] if "ok" in seen else {k: seen[k] for k in seen if k in _OUTCOME}
-    return {"end": end, "requests": box["requests"], "rows": file_rows(where)}
+    return {"end": end, "requests": box["requests"], "file": keep(where, name)}
 
 
 def fresh_file(name: str) -> Path:
@@ -511,56 +511,194 @@ def launches_from(results: Sequence[Mapping[str, Any]]) -> list[Launch]:
     return [Launch.from_api(result) for result in results]
 
 
-#: A listing with repeats: the same launch twice on one page and again on the next.
-def repeating_results() -> list[dict[str, Any]]:
-    first = list(RESULTS[:10])
-    return [*first[:5], first[0], *first[5:], first[1], RESULTS[10]]
+def repeating_results(listing: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A listing with repeats: the same launch twice on one page and again on the next."""
+    first = list(listing[:10])
+    return [*first[:5], first[0], *first[5:], first[1], listing[10]]
+
+
+# ─────────────────────────────────────────────────────────────── seeded inputs (shared)
+
+
+def listing(rng: random.Random) -> list[dict[str, Any]]:
+    """The fixture's launches in an order drawn for the submission: what its listing serves."""
+    return [RESULTS[i] for i in rng.sample(range(len(RESULTS)), len(RESULTS))]
+
+
+def draw_delay(rng: random.Random) -> str:
+    """A delay-seconds value: ASCII digits."""
+    return str(rng.randint(1, 10**6))
+
+
+def draw_dates(rng: random.Random, count: int, low: int, high: int) -> list[tuple[int, DateForm]]:
+    """(seconds from now, form) pairs in ``[low, high]``."""
+    forms: tuple[DateForm, ...] = ("imf", "rfc850", "asctime")
+    return [(rng.randint(low, high), rng.choice(forms)) for _ in range(count)]
+
+
+def draw_now(rng: random.Random) -> datetime:
+    """A `now` with a fraction of a second, within about 30 years of 2024 (RFC 850 dates
+    have two-digit years, read as 1969 to 2068)."""
+    seconds = rng.randint(-(10**9), 10**9)
+    return NOW + timedelta(seconds=seconds, microseconds=rng.randrange(10**6))
+
+
+#: How many inputs of one kind a probe draws, in two runs of these bounds: where every right
+#: answer is the same (None, ParseError, 0.0), how many there are in each run is what binds a
+#: report to these inputs (another submission's report has both counts right ~1 in 12,000).
+DRAWN = (10, 120)
+
+
+def draw_malformed(rng: random.Random) -> str:
+    """A Retry-After that is neither form (a decimal, a sign, a unit, words, an ISO date)."""
+    number = rng.randint(1, 10**5)
+    return rng.choice(
+        (
+            f"{number}.{rng.randint(0, 99)}",
+            f"-{number}",
+            f"+{number}",
+            f"{number}s",
+            f"{number} seconds",
+            f"in {number} minutes",
+            f"2024-03-01T12:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z",
+            "".join(rng.choice("soonlatermañana") for _ in range(rng.randint(1, 12))),
+        )
+    )
+
+
+def draw_good_page(rng: random.Random) -> ResponseSpec:
+    """A 2xx holding a page: a few of the fixture's launches, a next link or none, and
+    fields a page may carry besides."""
+    status = rng.choice((200, 201, 202, 203, 206))
+    page: dict[str, Any] = {
+        "count": rng.randint(0, 10**4),
+        "next": None if rng.random() < 0.5 else f"{LISTING}?offset={rng.randint(1, 999)}",
+        "results": [RESULTS[i] for i in rng.sample(range(len(RESULTS)), rng.randint(0, 3))],
+    }
+    if rng.random() < 0.5:
+        page[f"extra_{rng.randint(0, 99)}"] = rng.randint(0, 99)
+    return (f"{status} with a drawn page", status, {}, {"json": page})
+
+
+def draw_not_page(rng: random.Random) -> ResponseSpec:
+    """A 2xx whose body is no page: cut off, another JSON value, no results, a bad next."""
+    _, status, _, body = draw_good_page(rng)
+    text = json.dumps(body["json"], separators=(",", ":"))
+    how = rng.choice(("cut", "value", "no results", "next", "results"))
+    if how == "cut":  # every proper prefix of a JSON object's text is no JSON at all
+        return (
+            f"{status}, cut off",
+            status,
+            {},
+            {"content": text[: rng.randint(1, len(text) - 1)]},
+        )
+    if how == "value":
+        value: JSON = rng.choice(([], None, rng.randint(0, 99), "page", [{"results": []}]))
+        return (f"{status}, another JSON value", status, {}, {"json": value})
+    page = dict(body["json"])
+    if how == "no results":
+        del page["results"]
+    elif how == "next":
+        page["next"] = rng.randint(0, 99)
+    else:
+        page["results"] = "many"
+    return (f"{status}, {how} wrong", status, {}, {"json": page})
+
+
+def drawn(rng: random.Random, draw: Callable[[random.Random], Any]) -> list[Any]:
+    return [draw(rng) for _ in range(rng.randint(*DRAWN))]
+
+
+def alike(
+    rng: random.Random, fixed: Sequence[ResponseSpec], draw: Callable[[random.Random], Any]
+) -> tuple[list[ResponseSpec], list[ResponseSpec]]:
+    """The fixed responses and a first run of drawn ones; a second run of drawn ones."""
+    return [*fixed, *drawn(rng, draw)], drawn(rng, draw)
+
+
+def classify_alike(
+    ns: ModuleType,
+    rng: random.Random,
+    fixed: Sequence[ResponseSpec],
+    draw: Callable[[random.Random], Any],
+) -> JSON:
+    cases, more = alike(rng, fixed, draw)
+    return {
+        "returned": [classify(ns, spec) for spec in cases],
+        "more": [classify(ns, spec) for spec in more],
+    }
+
+
+def draw_transient(rng: random.Random, dates: bool = True) -> ResponseSpec:
+    """A transient status with a drawn Retry-After: seconds, or (`dates`) a date half the time
+    (only where the test's fixed responses hold dates too)."""
+    status = rng.choice((429, 503, 502, 500, 504, 408))
+    date = dates and rng.random() < 0.5
+    header = date_text(rng.randint(1, 9999), "imf") if date else draw_delay(rng)
+    return (f"{status}, Retry-After: a drawn value", status, {"Retry-After": header}, {})
+
+
+def draw_permanent(rng: random.Random) -> ResponseSpec:
+    status = rng.choice([s for s in range(400, 600) if s not in (408, 429, 500, 502, 503, 504)])
+    return (f"{status}, a drawn status", status, {}, {})
 
 
 # ─────────────────────────────────────────────────────────────── step 1: parse_retry_after
 
 
-@PROBES.add("retry_after_reads_seconds_and_dates")
-def seconds_and_dates(ns: ModuleType) -> JSON:
+@PROBES.seeded("retry_after_reads_seconds_and_dates")
+def seconds_and_dates(ns: ModuleType, rng: random.Random) -> JSON:
     away_from_utc()
+    delay, dates = draw_delay(rng), draw_dates(rng, 2, 1, 10**6)
     return {
-        "seconds": [retry_after(ns, "120"), retry_after(ns, "45")],
-        "dates": [retry_after(ns, date_text(s, form)) for s, form in DATE_OFFSETS[:3]],
+        "seconds": [retry_after(ns, v) for v in ("120", "45", delay)],
+        "dates": [retry_after(ns, date_text(s, form)) for s, form in (*DATE_OFFSETS[:3], *dates)],
         "past": retry_after(ns, date_text(-60, "imf")),
         "none": retry_after(ns, None),
     }
 
 
-@PROBES.add("malformed_retry_after_is_none")
-def malformed(ns: ModuleType) -> JSON:
-    return {"values": [retry_after(ns, value) for value in MALFORMED + NOT_DELAY_SECONDS]}
+@PROBES.seeded("malformed_retry_after_is_none")
+def malformed(ns: ModuleType, rng: random.Random) -> JSON:
+    values = [*MALFORMED, *NOT_DELAY_SECONDS, *drawn(rng, draw_malformed)]
+    more = drawn(rng, draw_malformed)
+    return {
+        "values": [retry_after(ns, value) for value in values],
+        "more": [retry_after(ns, value) for value in more],
+    }
 
 
-@PROBES.add("retry_after_reads_all_three_date_forms")
-def three_forms(ns: ModuleType) -> JSON:
+@PROBES.seeded("retry_after_reads_all_three_date_forms")
+def three_forms(ns: ModuleType, rng: random.Random) -> JSON:
     away_from_utc()
+    now, dates = draw_now(rng), draw_dates(rng, 6, 0, 10**7)
     return {
         "now": [retry_after(ns, date_text(s, form)) for s, form in DATE_OFFSETS],
         "fraction": [
             retry_after(ns, date_text(s, form, NOW_FRACTION), NOW_FRACTION)
             for s, form in DATE_OFFSETS
         ],
+        "drawn": [retry_after(ns, date_text(s, form, now), now) for s, form in dates],
     }
 
 
-@PROBES.add("delay_seconds_are_ascii_digits_only")
-def delay_seconds(ns: ModuleType) -> JSON:
+@PROBES.seeded("delay_seconds_are_ascii_digits_only")
+def delay_seconds(ns: ModuleType, rng: random.Random) -> JSON:
+    digits = (*DELAY_SECONDS, draw_delay(rng), f" {draw_delay(rng)} ")
     return {
-        "digits": [retry_after(ns, value) for value in DELAY_SECONDS],
+        "digits": [retry_after(ns, value) for value in digits],
         "not_digits": [retry_after(ns, value) for value in NOT_DELAY_SECONDS],
     }
 
 
-@PROBES.add("retry_after_in_the_past_is_zero")
-def in_the_past(ns: ModuleType) -> JSON:
+@PROBES.seeded("retry_after_in_the_past_is_zero")
+def in_the_past(ns: ModuleType, rng: random.Random) -> JSON:
     away_from_utc()
+    past = draw_dates(rng, rng.randint(*DRAWN), -(10**8), -1)
+    more = draw_dates(rng, rng.randint(*DRAWN), -(10**8), -1)
     return {
-        "past": [retry_after(ns, date_text(s, form)) for s, form in PAST_OFFSETS],
+        "past": [retry_after(ns, date_text(s, form)) for s, form in (*PAST_OFFSETS, *past)],
+        "more": [retry_after(ns, date_text(s, form)) for s, form in more],
         "zero": retry_after(ns, "0"),
         "long_ago": retry_after(ns, "Sun, 06 Nov 1994 08:49:37 GMT"),
     }
@@ -568,208 +706,265 @@ def in_the_past(ns: ModuleType) -> JSON:
 
 # ─────────────────────────────────────────────────────────────── step 2: error_for_response
 
-
-@PROBES.add("maps_statuses_to_errors")
-def statuses(ns: ModuleType) -> JSON:
-    chosen = (GOOD_PAGES[0], TRANSIENT_CASES[0], TRANSIENT_CASES[6], TRANSIENT_CASES[4])
-    return {"returned": [classify(ns, spec) for spec in (*chosen, PERMANENT_CASES[3])]}
-
-
-@PROBES.add("bad_json_is_a_parse_error")
-def bad_json(ns: ModuleType) -> JSON:
-    return {"returned": [classify(ns, spec) for spec in NOT_PAGES[:5]]}
+STATUS_CASES = (
+    GOOD_PAGES[0],
+    TRANSIENT_CASES[0],
+    TRANSIENT_CASES[6],
+    TRANSIENT_CASES[4],
+    PERMANENT_CASES[3],
+)
 
 
-@PROBES.add("every_2xx_page_is_none")
-def good_pages(ns: ModuleType) -> JSON:
-    return {"returned": [classify(ns, spec) for spec in GOOD_PAGES]}
+@PROBES.seeded("maps_statuses_to_errors")
+def statuses(ns: ModuleType, rng: random.Random) -> JSON:
+    cases = (*STATUS_CASES, draw_transient(rng, dates=False), draw_permanent(rng))
+    return {"returned": [classify(ns, spec) for spec in cases]}
 
 
-@PROBES.add("bodies_that_are_not_a_page_are_parse_errors")
-def not_pages(ns: ModuleType) -> JSON:
-    return {"returned": [classify(ns, spec) for spec in NOT_PAGES]}
+@PROBES.seeded("bad_json_is_a_parse_error")
+def bad_json(ns: ModuleType, rng: random.Random) -> JSON:
+    return classify_alike(ns, rng, NOT_PAGES[:5], draw_not_page)
 
 
-@PROBES.add("transient_statuses_carry_retry_after")
-def transient(ns: ModuleType) -> JSON:
+@PROBES.seeded("every_2xx_page_is_none")
+def good_pages(ns: ModuleType, rng: random.Random) -> JSON:
+    return classify_alike(ns, rng, GOOD_PAGES, draw_good_page)
+
+
+@PROBES.seeded("bodies_that_are_not_a_page_are_parse_errors")
+def not_pages(ns: ModuleType, rng: random.Random) -> JSON:
+    return classify_alike(ns, rng, NOT_PAGES, draw_not_page)
+
+
+@PROBES.seeded("transient_statuses_carry_retry_after")
+def transient(ns: ModuleType, rng: random.Random) -> JSON:
     away_from_utc()
-    return {"returned": [classify(ns, spec) for spec in TRANSIENT_CASES]}
+    cases = (*TRANSIENT_CASES, draw_transient(rng), draw_transient(rng))
+    return {"returned": [classify(ns, spec) for spec in cases]}
 
 
-@PROBES.add("other_statuses_are_permanent")
-def permanent(ns: ModuleType) -> JSON:
-    return {"returned": [classify(ns, spec) for spec in PERMANENT_CASES]}
+@PROBES.seeded("other_statuses_are_permanent")
+def permanent(ns: ModuleType, rng: random.Random) -> JSON:
+    cases = (*PERMANENT_CASES, draw_permanent(rng), draw_permanent(rng))
+    return {"returned": [classify(ns, spec) for spec in cases]}
 
 
-@PROBES.add("now_defaults_to_the_current_utc_time")
-def default_now(ns: ModuleType) -> JSON:
+def default_now_offset(rng: random.Random) -> int:
+    return rng.randint(30, 100_000)
+
+
+@PROBES.seeded("now_defaults_to_the_current_utc_time")
+def default_now(ns: ModuleType, rng: random.Random) -> JSON:
     away_from_utc()
-    later = http_date(datetime.now(UTC) + timedelta(seconds=60))
-    spec: ResponseSpec = ("429, Retry-After 60 s from now", 429, {"Retry-After": later}, {})
+    offset = default_now_offset(rng)
+    later = http_date(datetime.now(UTC) + timedelta(seconds=offset))
+    spec: ResponseSpec = ("429, Retry-After a date from now", 429, {"Retry-After": later}, {})
     return {"returned": classify(ns, spec, now=None)}
 
 
 # ─────────────────────────────────────────────────────────────── step 3: the source
 
 
-@PROBES.add("follows_next_until_null")
-def follows_next(ns: ModuleType) -> JSON:
+@PROBES.seeded("follows_next_until_null")
+def follows_next(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)
     return {
-        "by_100": read_source(ns, query="?limit=100"),
-        "by_7": read_source(ns, query="?limit=7", results=RESULTS[:BY_7]),
+        "by_100": read_source(ns, query="?limit=100", results=served),
+        "by_7": read_source(ns, query="?limit=7", results=served[:BY_7]),
     }
 
 
-@PROBES.add("retries_503_then_continues")
-def retries_503(ns: ModuleType) -> JSON:
-    return read_source(ns, {100: [Fault.unavailable(), Fault.unavailable()]}, query="?limit=100")
+@PROBES.seeded("retries_503_then_continues")
+def retries_503(ns: ModuleType, rng: random.Random) -> JSON:
+    script: dict[int, Script] = {100: [Fault.unavailable(), Fault.unavailable()]}
+    return read_source(ns, script, query="?limit=100", results=listing(rng))
 
 
-@PROBES.add("honors_retry_after_on_429")
-def honors_429(ns: ModuleType) -> JSON:
+@PROBES.seeded("honors_retry_after_on_429")
+def honors_429(ns: ModuleType, rng: random.Random) -> JSON:
     script: dict[int, Script] = {100: [Fault.rate_limited(5)], 200: [Fault.rate_limited(12)]}
-    return read_source(ns, script, query="?limit=100")
+    return read_source(ns, script, query="?limit=100", results=listing(rng))
 
 
-@PROBES.add("page_deadline_cuts_a_hang")
-def deadline(ns: ModuleType) -> JSON:
+@PROBES.seeded("page_deadline_cuts_a_hang")
+def deadline(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)
     script: dict[int, Script] = {100: [Fault.hang(600)]}
     return {
-        "ten": read_source(ns, script, query="?limit=100", timeout=10.0),
-        "four": read_source(ns, script, query="?limit=100", timeout=4.0),
+        "ten": read_source(ns, script, query="?limit=100", timeout=10.0, results=served),
+        "four": read_source(ns, script, query="?limit=100", timeout=4.0, results=served),
     }
 
 
-@PROBES.add("follows_next_with_any_page_size")
-def any_page_size(ns: ModuleType) -> JSON:
+@PROBES.seeded("follows_next_with_any_page_size")
+def any_page_size(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)
     return {
-        "default": read_source(ns, query="", results=RESULTS[:SHORT]),
-        "clamped": read_source(ns, query="?limit=1000"),
-        "by_1": read_source(ns, query="?limit=1", results=RESULTS[:5]),
+        "default": read_source(ns, query="", results=served[:SHORT]),
+        "clamped": read_source(ns, query="?limit=1000", results=served),
+        "by_1": read_source(ns, query="?limit=1", results=served[:5]),
     }
 
 
-@PROBES.add("empty_last_page_ends_the_run")
-def empty_last_page(ns: ModuleType) -> JSON:
+@PROBES.seeded("empty_last_page_ends_the_run")
+def empty_last_page(ns: ModuleType, rng: random.Random) -> JSON:
     last = SHORT - 10
-    return read_source(ns, {last: [Fault.next_to(SHORT)]}, results=RESULTS[:SHORT])
+    return read_source(ns, {last: [Fault.next_to(SHORT)]}, results=listing(rng)[:SHORT])
 
 
-@PROBES.add("next_leading_back_raises_parse_error")
-def leading_back(ns: ModuleType) -> JSON:
-    return {"runs": [read_source(ns, script, results=RESULTS[:40]) for script in LOOPS]}
+@PROBES.seeded("next_leading_back_raises_parse_error")
+def leading_back(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)[:40]
+    return {"runs": [read_source(ns, script, results=served) for script in LOOPS]}
 
 
-@PROBES.add("retry_after_from_the_server_is_honoured")
-def server_retry_after(ns: ModuleType) -> JSON:
-    return read_source(ns, SERVER_RETRY_AFTER, results=RESULTS[:60])
+@PROBES.seeded("retry_after_from_the_server_is_honoured")
+def server_retry_after(ns: ModuleType, rng: random.Random) -> JSON:
+    return read_source(ns, SERVER_RETRY_AFTER, results=listing(rng)[:60])
 
 
-@PROBES.add("retry_after_dates_from_the_server")
-def server_dates(ns: ModuleType) -> JSON:
+@PROBES.seeded("retry_after_dates_from_the_server")
+def server_dates(ns: ModuleType, rng: random.Random) -> JSON:
     away_from_utc()
-    return read_source(ns, SERVER_DATES, results=RESULTS[:40])
+    return read_source(ns, SERVER_DATES, results=listing(rng)[:40])
 
 
-@PROBES.add("hang_trips_the_page_deadline")
-def hang_twice(ns: ModuleType) -> JSON:
-    return read_source(ns, {10: [Fault.hang(), Fault.hang()]}, timeout=2.5, results=RESULTS[:30])
+@PROBES.seeded("hang_trips_the_page_deadline")
+def hang_twice(ns: ModuleType, rng: random.Random) -> JSON:
+    script: dict[int, Script] = {10: [Fault.hang(), Fault.hang()]}
+    return read_source(ns, script, timeout=2.5, results=listing(rng)[:30])
 
 
-@PROBES.add("hang_every_time_raises_request_timeout")
-def hang_always(ns: ModuleType) -> JSON:
-    return read_source(ns, {0: Fault.hang()}, policy={"max_attempts": 3}, results=RESULTS[:10])
+def hang_inputs(rng: random.Random) -> tuple[int, float]:
+    """max_attempts and page_timeout of the drawn run of the silent first page."""
+    return rng.randint(2, 5), float(rng.randint(2, 40)) / 2
 
 
-@PROBES.add("malformed_json_is_not_retried")
-def malformed_json(ns: ModuleType) -> JSON:
+@PROBES.seeded("hang_every_time_raises_request_timeout")
+def hang_always(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)[:10]
+    attempts, timeout = hang_inputs(rng)
+    script: dict[int, Script] = {0: Fault.hang()}
+    return {
+        "fixed": read_source(ns, script, policy={"max_attempts": 3}, results=served),
+        "drawn": read_source(
+            ns, script, policy={"max_attempts": attempts}, timeout=timeout, results=served
+        ),
+    }
+
+
+@PROBES.seeded("malformed_json_is_not_retried")
+def malformed_json(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)[:40]
     html = Fault.bad_json(b"<html>Service temporarily unavailable</html>")
     return {
-        "cut_off": read_source(ns, {10: Fault.bad_json()}, results=RESULTS[:40]),
-        "html": read_source(ns, {30: html}, results=RESULTS[:40]),
+        "cut_off": read_source(ns, {10: Fault.bad_json()}, results=served),
+        "html": read_source(ns, {30: html}, results=served),
     }
 
 
-@PROBES.add("client_error_mid_run_is_not_retried")
-def client_error(ns: ModuleType) -> JSON:
+@PROBES.seeded("client_error_mid_run_is_not_retried")
+def client_error(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)
     return {
-        "not_found": read_source(ns, {20: Fault.error(404)}, results=RESULTS[:40]),
-        "gone": read_source(ns, {0: Fault.error(410, retry_after="5")}, results=RESULTS[:10]),
+        "not_found": read_source(ns, {20: Fault.error(404)}, results=served[:40]),
+        "gone": read_source(ns, {0: Fault.error(410, retry_after="5")}, results=served[:10]),
     }
 
 
-@PROBES.add("transport_errors_become_etl_errors")
-def transport_errors(ns: ModuleType) -> JSON:
+@PROBES.seeded("transport_errors_become_etl_errors")
+def transport_errors(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)
     return {
-        "recovered": read_source(ns, query="?limit=50", faults=TRANSPORT_FAULTS.get),
+        "recovered": read_source(
+            ns, query="?limit=50", faults=TRANSPORT_FAULTS.get, results=served
+        ),
         "exhausted": [
             read_source(
                 ns,
                 policy={"max_attempts": 2},
-                faults=lambda _n, name=name: name,
-                results=RESULTS[:10],
+                faults=always(name),
+                results=served[:10],
             )
             for name in EXHAUSTING
         ],
     }
 
 
-@PROBES.add("page_changed_between_fetches_is_read_as_sent")
-def changed_between_fetches(ns: ModuleType) -> JSON:
+@PROBES.seeded("page_changed_between_fetches_is_read_as_sent")
+def changed_between_fetches(ns: ModuleType, rng: random.Random) -> JSON:
     script: dict[int, Script] = {0: [Fault.unavailable(), Fault.revised()]}
-    return read_source(ns, script, results=RESULTS[:20], detail=True)
+    return read_source(ns, script, results=listing(rng)[:20], detail=True)
 
 
 # ─────────────────────────────────────────────────────────────── step 4: ingest
 
 
-@PROBES.add("second_run_writes_zero_new_rows")
-def second_run(ns: ModuleType) -> JSON:
+@PROBES.seeded("second_run_writes_zero_new_rows")
+def second_run(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)
     path = fresh_file("twice.jsonl")
     by_7 = fresh_file("twice_by_7.jsonl")
+    name = "second_run_writes_zero_new_rows"
     return {
         "runs": [
-            run_ingest(ns, path, query="?limit=25", results=RESULTS[:SMALL]) for _ in range(2)
+            run_ingest(ns, path, query="?limit=25", results=served[:SMALL], name=f"{name}.{n}")
+            for n in range(2)
         ],
         "by_7": [
-            run_ingest(ns, str(by_7), query="?limit=7", results=RESULTS[:BY_7]) for _ in range(2)
+            run_ingest(
+                ns, str(by_7), query="?limit=7", results=served[:BY_7], name=f"{name}.by_7.{n}"
+            )
+            for n in range(2)
         ],
     }
 
 
-@PROBES.add("failure_mid_run_keeps_earlier_pages")
-def failure_mid_run(ns: ModuleType) -> JSON:
+@PROBES.seeded("failure_mid_run_keeps_earlier_pages")
+def failure_mid_run(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)[:SMALL]
     path = fresh_file("stopped.jsonl")
+    name = "failure_mid_run_keeps_earlier_pages"
     return {
-        "failed": run_ingest(ns, path, {20: Fault.error(404)}, results=RESULTS[:SMALL]),
-        "rerun": run_ingest(ns, path, results=RESULTS[:SMALL]),
+        "failed": run_ingest(
+            ns, path, {20: Fault.error(404)}, results=served, name=f"{name}.failed"
+        ),
+        "rerun": run_ingest(ns, path, results=served, name=f"{name}.rerun"),
     }
 
 
-@PROBES.add("two_processes_write_once")
-def two_processes(ns: ModuleType) -> JSON:
+@PROBES.seeded("two_processes_write_once")
+def two_processes(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)[:SMALL]
     path = fresh_file("two_processes.jsonl")
 
-    def one_run() -> JSON:
-        return run_ingest(ns, path, query="?limit=25", results=RESULTS[:SMALL])
+    def one_run(n: int) -> JSON:
+        return run_ingest(
+            ns, path, query="?limit=25", results=served, name=f"two_processes_write_once.{n}"
+        )
 
-    return {"runs": [in_a_child(one_run) for _ in range(2)]}
-
-
-@PROBES.add("pages_are_written_as_they_arrive")
-def as_they_arrive(ns: ModuleType) -> JSON:
-    return run_ingest(ns, fresh_file("arriving.jsonl"), results=RESULTS[:SMALL], watch=True)
+    return {"runs": [in_a_child(partial(one_run, n)) for n in range(2)]}
 
 
-@PROBES.add("failed_run_keeps_its_pages_and_the_rerun_finishes")
-def failed_runs(ns: ModuleType) -> JSON:
+@PROBES.seeded("pages_are_written_as_they_arrive")
+def as_they_arrive(ns: ModuleType, rng: random.Random) -> JSON:
+    path = fresh_file("arriving.jsonl")
+    served = listing(rng)[:SMALL]
+    return run_ingest(ns, path, results=served, watch=True, name="pages_are_written_as_they_arrive")
+
+
+@PROBES.seeded("failed_run_keeps_its_pages_and_the_rerun_finishes")
+def failed_runs(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)[:SMALL]
     bad = fresh_file("bad_json.jsonl")
     unavailable = fresh_file("unavailable.jsonl")
-    listing = RESULTS[:SMALL]
+    name = "failed_run_keeps_its_pages_and_the_rerun_finishes"
     return {
         "bad_json": [
-            run_ingest(ns, bad, {BAD_JSON_AT: Fault.bad_json()}, results=listing),
-            run_ingest(ns, bad, results=listing),
+            run_ingest(
+                ns, bad, {BAD_JSON_AT: Fault.bad_json()}, results=served, name=f"{name}.bad.0"
+            ),
+            run_ingest(ns, bad, results=served, name=f"{name}.bad.1"),
         ],
         "unavailable": [
             run_ingest(
@@ -777,39 +972,47 @@ def failed_runs(ns: ModuleType) -> JSON:
                 unavailable,
                 {UNAVAILABLE_AT: Fault.unavailable()},
                 policy={"max_attempts": 2},
-                results=listing,
+                results=served,
+                name=f"{name}.unavailable.0",
             ),
-            run_ingest(ns, unavailable, results=listing),
+            run_ingest(ns, unavailable, results=served, name=f"{name}.unavailable.1"),
         ],
     }
 
 
-def stranger() -> Launch:
-    first = launches_from(RESULTS[:1])[0]
+def stranger(served: Sequence[Mapping[str, Any]]) -> Launch:
+    first = launches_from(served[:1])[0]
     return dataclasses.replace(first, id="not-in-the-listing", name="Vostok 1")
 
 
-@PROBES.add("keys_on_disk_come_from_the_file")
-def keys_on_disk(ns: ModuleType) -> JSON:
+@PROBES.seeded("keys_on_disk_come_from_the_file")
+def keys_on_disk(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)[:SMALL]
     path = fresh_file("prefilled.jsonl")
-    prefill(path, [*launches_from(RESULTS[:PREFILLED]), stranger()])
-    return {"run": run_ingest(ns, path, query="?limit=25", results=RESULTS[:SMALL])}
+    prefill(path, [*launches_from(served[:PREFILLED]), stranger(served)])
+    run = run_ingest(
+        ns, path, query="?limit=25", results=served, name="keys_on_disk_come_from_the_file"
+    )
+    return {"run": run}
 
 
-@PROBES.add("written_counts_rows_that_reached_the_file")
-def written_counts(ns: ModuleType) -> JSON:
+@PROBES.seeded("written_counts_rows_that_reached_the_file")
+def written_counts(ns: ModuleType, rng: random.Random) -> JSON:
     path = fresh_file("repeating.jsonl")
-    return run_ingest(ns, path, results=repeating_results())
+    served = repeating_results(listing(rng))
+    return run_ingest(ns, path, results=served, name="written_counts_rows_that_reached_the_file")
 
 
-@PROBES.add("revised_launch_is_written_once_more")
-def revised(ns: ModuleType) -> JSON:
+@PROBES.seeded("revised_launch_is_written_once_more")
+def revised(ns: ModuleType, rng: random.Random) -> JSON:
+    served = listing(rng)[:SMALL]
     path = fresh_file("revised.jsonl")
-    listing = RESULTS[:SMALL]
+    name = "revised_launch_is_written_once_more"
+    moved: dict[int, Script] = {0: [Fault.revised()]}
     return {
         "runs": [
-            run_ingest(ns, path, query="?limit=50", results=listing),
-            run_ingest(ns, path, {0: [Fault.revised()]}, query="?limit=50", results=listing),
-            run_ingest(ns, path, {0: [Fault.revised()]}, query="?limit=50", results=listing),
+            run_ingest(ns, path, query="?limit=50", results=served, name=f"{name}.0"),
+            run_ingest(ns, path, moved, query="?limit=50", results=served, name=f"{name}.1"),
+            run_ingest(ns, path, moved, query="?limit=50", results=served, name=f"{name}.2"),
         ]
     }

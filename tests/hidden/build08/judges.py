@@ -1,5 +1,5 @@
-"""Notebook 08's judges: the answer key, and one judge per question, run in the grading
-process on the probe's plain JSON copy of ``ANSWERS``.
+"""Notebook 08's judges: the answer key, and one judge per question (``test_<name>``), run in
+the grading process on the probe's plain JSON copy of ``ANSWERS``.
 
 The key never enters the child, and a judge's message never shows it: a wrong answer is told
 that it is wrong and which question to reread (the manifest's hint, which does not give the
@@ -12,10 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from grader.judging import JSON, Fail, Judges, NotDone, Observed, not_done
+from grader.judging import JSON, Fail, NotDone, Observed, not_done
 from workbook.feedback import message, show_json
-
-JUDGES = Judges()
 
 #: The answer key: (test name, ANSWERS key, the right answer, its form).
 KEY: tuple[tuple[str, str, Any, str], ...] = (
@@ -59,8 +57,8 @@ def normal(value: JSON, form: str) -> Any:
 def judge_for(key: str, right: Any, form: str) -> Callable[[Observed], None]:
     call = f"ANSWERS[{key!r}]"
 
-    def judge(obs: Observed) -> None:
-        seen = obs("answers")
+    def judge(observed: Observed) -> None:
+        seen = observed("answers")
         not_done(seen, "reading ANSWERS")
         if "ok" not in seen:
             raise Fail(message("ANSWERS", show_json(seen), "a dict of answers"))
@@ -87,4 +85,4 @@ def judge_for(key: str, right: Any, form: str) -> Callable[[Observed], None]:
 
 
 for _name, _key, _right, _form in KEY:
-    JUDGES.add(_name)(judge_for(_key, _right, _form))
+    globals()[f"test_{_name}"] = judge_for(_key, _right, _form)

@@ -1,0 +1,1 @@
+"""Build 07's hidden suite: probes.py (in the child), judges.py (here), mutants.toml."""
