@@ -46,7 +46,8 @@ clean: ## Remove the venv, caches and generated outputs
 # ---- instructor only: `make release` drops everything from this line on ----
 CHECKER := grader.prove
 # WALLS=off (or container) grades a class without bubblewrap's walls; every grade says so.
-GRADING = $(if $(WALLS),--walls "$(WALLS)")
+GRADING = $(if $(WALLS),--walls "$(WALLS)") $(if $(LAYOUT),--layout "$(LAYOUT)") \
+          $(if $(ROSTER),--roster "$(ROSTER)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
 .PHONY: test lint format release
 
 test: $(STAMP) ## The fast loop: ruff, ruff format --check, mypy, unit tests not marked slow

@@ -307,6 +307,7 @@ def grade_and_report(
     workers: int | None = None,
     stdout: Callable[[str], None] = print,
     walls: WallsMode = "bwrap",
+    after: Callable[[ClassReport], list[str]] | None = None,
 ) -> int:
     """Grade the class, print where the outputs are; 0 once grading finished, 2 when the
     submissions folder is missing, the output folder is inside it, either holds the
@@ -369,6 +370,8 @@ def grade_and_report(
         for note in report.notes:
             stdout("  " + shown(note))
     stdout(f"Wrote {out}/grades.csv, {out}/feedback/ ({learners} files), {out}/summary.md.")
+    for line in after(report) if after is not None else []:  # e.g. the LMS exports
+        stdout("  " + shown(line))
     return 0
 
 

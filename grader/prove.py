@@ -65,6 +65,38 @@ def instructor_parts() -> list[Part]:
     ]
 
 
+def grade_class_as_handed_in(args: argparse.Namespace) -> int:
+    """Stage the class from the layout its LMS gave (a plain folder is graded in place),
+    grade it, then write the gradebook exports under OUT/lms/."""
+    from grader.batch import grade_and_report
+    from grader.grades import ClassReport
+    from grader.layouts import LayoutError, stage
+    from grader.lms import LmsError, scores_from_report, write_exports
+
+    try:
+        staged = stage(args.submissions, args.layout, into=args.out / ".staged")
+    except LayoutError as exc:
+        print(exc)
+        return 2
+    for note in staged.notes:
+        print(f"  {note}")
+
+    def exports(report: ClassReport) -> list[str]:
+        try:
+            done = write_exports(
+                args.out,
+                scores_from_report(report),
+                staged=staged,
+                roster=args.roster,
+                assignment=args.assignment,
+            )
+        except LmsError as exc:
+            return [str(exc)]
+        return [f"Wrote {args.out}/lms/ ({len(done.files)} files)", *done.notes]
+
+    return grade_and_report(staged.folder, args.out, walls=args.walls, after=exports)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.prove")
     parser.add_argument("--only", help="run only the part whose name starts with this word")
@@ -74,11 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--walls", choices=WALLS_MODES, default="bwrap", help="with --submissions (WALLS=off)"
     )
+    parser.add_argument("--layout", default="auto", help="folders, canvas, moodle or git")
+    parser.add_argument("--roster", type=Path, help="Canvas's gradebook export (ROSTER=)")
+    parser.add_argument("--assignment", help="the gradebook column to fill (ASSIGNMENT=)")
     args = parser.parse_args(argv)
     if args.submissions:
-        from grader.batch import grade_and_report
-
-        return grade_and_report(args.submissions, args.out, walls=args.walls)
+        return grade_class_as_handed_in(args)
     if args.build:
         # `make check BUILD=03`: that build's validity alone (its solution, stub and mutants).
         builds = [number.zfill(2) for number in args.build]
