@@ -205,7 +205,8 @@ class ForkServer:
         output_fd: int,
         artefacts_fd: int,
     ) -> int:
-        """Hand a job to the server; returns the watcher's pid (in the server's namespace)."""
+        """Hand a job to the server; returns the pid of the job's first process (in the
+        server's namespace)."""
         assert self.sock is not None
         secret = memfd("rit-private", private.to_json())
         suite = memfd("rit-probes", probes_text)

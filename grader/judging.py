@@ -140,7 +140,8 @@ class Observed:
         """A kept SQLite database, opened here, read-only, on a private copy (with its -wal
         and -journal, so a store whose writer left a WAL or a hot journal reads as SQLite
         would read it): ``PRAGMA trusted_schema=OFF``, no extensions, a bounded amount of
-        work per statement. None when there is no such file. The copy is removed after."""
+        work in all (a hostile schema cannot make reading it run for ever). None when there is
+        no such file. The copy is removed after."""
         main = self.artefact(ref)
         if main is None:
             yield None
@@ -159,7 +160,7 @@ class Observed:
                 db.execute("PRAGMA trusted_schema=OFF")
                 steps = [0]
 
-                def budget() -> int:  # a hostile schema cannot make a read run for ever
+                def budget() -> int:  # nonzero interrupts the statement running
                     steps[0] += 1
                     return int(steps[0] > 20_000)
 

@@ -464,7 +464,7 @@ class Runner:
         return JobEnd(code=end.code, timeout=timeout)
 
     def _keep_artefacts(self, run: ProbeRun, folder: Path, suffix: str) -> None:
-        """Move what the watcher copied out of the worker's scratch folder (``kept``, its own
+        """Move what the job's first process copied out of the working folder (``kept``, its own
         copy: regular files and folders only, bounded) into ``run.artefacts`` (the second
         interpreter's into ``@2``), the first copy of a name winning; then remove the rest
         (without walls, the learner's own folder) however deep it goes."""

@@ -6,10 +6,13 @@ that sees only the system's ``/usr`` (and its ``/bin``/``/lib`` links), the inte
 venv read-only, the repository's ``etl/`` and ``workbook/`` folders and the probe-side runtime
 of the grader (``grader/child/`` with ``protocol.py`` and ``observe.py``), in new user (where
 the grader is not root), mount, IPC, PID, UTS, network and cgroup namespaces, with a cleared
-environment (`ENVIRONMENT`), a new session, and death with the grader. Each worker then walls
-itself in further (`grader.child.walls`). Nothing else of the machine is there: not the rest
-of the grader, not the hidden suites, the solutions, git, another clone, the class folder, the
-outputs, ``/run`` or the host's ``/tmp``.
+environment (`environment`), a new session, and death with the grader (started from one
+long-lived thread, `grader.forkclient`). A root server keeps root's privileges in there; any
+other keeps CAP_SYS_ADMIN inside its own user namespace. Either way it is the grader's code
+alone: each job is born into namespaces of its own and the learner's process locks itself out
+of those privileges before any of its code runs (`grader.child.walls`). Nothing else of the
+machine is there: not the rest of the grader, not the hidden suites, the solutions, git,
+another clone, the class folder, the outputs, ``/run`` or the host's ``/tmp``.
 
 `walls_problem` says, once per process, why no walls can be raised here (bubblewrap missing,
 or the kernel refusing namespaces), by raising them once in a throwaway sandbox; `refusal` is
@@ -56,7 +59,7 @@ ETC = ("/etc/ld.so.cache",)
 CHILD_RUNTIME = ("__init__.py", "protocol.py", "observe.py", "child")
 #: Where the worker's private folders are mounted (`grader.child.walls` mounts them).
 MOUNTPOINTS = ("/scratch", "/reference")
-#: Processes of a sandbox that are not the learner's: bwrap, its init, the server, the watcher.
+#: Processes of a sandbox that are not the learner's: bwrap, its init, the server, the job's PID 1.
 SANDBOX_PROCESSES = 4
 #: The interpreter query, run once per interpreter with the servers' own flags.
 _QUERY = """
@@ -344,7 +347,7 @@ class Isolation:
 
 def isolation(mode: WallsMode, privileged: bool, cgroup: bool, limits: Limits) -> Isolation:
     """The walls a fork server in `mode` raises, in words."""
-    nobody = "your uid" if not privileged else "root"
+    who = "root" if privileged else "your uid"
     if mode != "bwrap":
         why = "WALLS=container: the container holds them" if mode == "container" else "WALLS=off"
         return Isolation(
@@ -358,12 +361,17 @@ def isolation(mode: WallsMode, privileged: bool, cgroup: bool, limits: Limits) -
             False,
             f"NO walls ({why}): the learner's code can read whatever this user can",
             False,
-            f"runs as {nobody}, the grader's own user ({why})",
+            f"runs as {who}, the grader's own user ({why})",
         )
-    own = "a uid of its own" if privileged else "a user namespace of its own"
+    own = "a uid of its own per server" if privileged else "a user namespace of its own"
     pids = f"RLIMIT_NPROC ({limits.max_pids} per worker, {own})"
     if cgroup:
         pids = f"pids cgroup and {pids}"
+    user = (
+        "not root: a uid of its own per server, in a user namespace of its own per worker"
+        if privileged
+        else "your uid, in a user namespace of its own per worker"
+    )
     return Isolation(
         mode,
         True,
@@ -374,9 +382,7 @@ def isolation(mode: WallsMode, privileged: bool, cgroup: bool, limits: Limits) -
         f"an allowlist ({walls_identity('bwrap')}): the interpreter, the packages, etl/ and"
         " workbook/ read-only, and a private scratch folder, /tmp and /dev/shm per worker",
         True,
-        f"{own} per worker, in a user namespace whose mounts it cannot undo"
-        if privileged
-        else f"{nobody}, in user namespaces of its own per worker (nothing outside is reachable)",
+        f"{user}, whose mounts it cannot undo and which reaches nothing outside",
     )
 
 

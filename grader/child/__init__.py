@@ -7,7 +7,7 @@ reference seam, no cache and no path of the instructor's lives here, so a learne
 every file the worker can see learns nothing the probes' inputs do not already show.
 
 - `forkserver`: the fork server (``python -m grader.child.forkserver``): imports, then forks.
-- `worker`: one job: the watcher, the learner's process, the probes on the results pipe.
+- `worker`: one job: its first process (PID 1), the learner's process, the probes.
 - `walls`: the namespaces, mounts, uid and rlimits each worker raises (ctypes).
 - `artefacts`: the files a worker left, copied out with bounds.
 """

@@ -3,9 +3,9 @@
 Everything in a worker's scratch folder was made by the learner's code, so it is hostile
 input: `copy_tree` copies regular files and folders only (never following a link, never
 opening a FIFO or a device), at most `MAX_FILES` files, `MAX_BYTES` bytes and `MAX_DEPTH`
-levels, without recursion, and counts what it left. The watcher runs it once every process of
-the job is gone, so nothing changes under it; copying the same folder twice gives the same
-copy. (The parent removes what is left with `grader.cleanup.remove_tree`.)
+levels, without recursion, and counts what it left. The job's first process runs it once
+every other process of the job is gone, so nothing changes under it; copying the same folder
+twice gives the same copy. (The parent removes what is left with `grader.cleanup.remove_tree`.)
 """
 
 from __future__ import annotations
