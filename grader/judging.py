@@ -21,7 +21,6 @@ learner-made text in them is cut short (`show_json`, `show_outcome`, `learner_te
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import math
 import os
@@ -30,7 +29,6 @@ import shutil
 import sqlite3
 import stat
 import tempfile
-import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,23 +115,14 @@ class Observed:
 
     def artefact(self, ref: JSON, suffix: str = "") -> bytes | None:
         """The bytes of a kept file (`grader.observe.keep`'s reference `ref`; `suffix` "-wal"
-        or "-journal" for those beside it), or None when there is none. Read from the
-        runner's copy when there is one (a regular file, opened without following a link, at
-        most `ARTEFACT_LIMIT` bytes), else from the copy embedded in the observation."""
+        or "-journal" for those beside it), or None when there is none: read from the
+        runner's copy only (a regular file, opened without following a link, at most
+        `ARTEFACT_LIMIT` bytes), never from anything the child said."""
         if not isinstance(ref, dict) or not isinstance(ref.get("artefact"), str):
             return None
-        name = ref["artefact"] + suffix
-        if self.artefacts is not None:
-            return _read_regular(self.artefacts, name)
-        files = ref.get("files")
-        data = files.get(suffix) if isinstance(files, dict) else None
-        if not isinstance(data, str):
+        if self.artefacts is None:
             return None
-        try:
-            out = zlib.decompressobj().decompress(base64.b64decode(data), ARTEFACT_LIMIT + 1)
-        except (ValueError, zlib.error):
-            return None
-        return out if len(out) <= ARTEFACT_LIMIT else None
+        return _read_regular(self.artefacts, ref["artefact"] + suffix)
 
     @contextlib.contextmanager
     def database(self, ref: JSON) -> Iterator[sqlite3.Connection | None]:

@@ -7,7 +7,7 @@ of anything else, so the judge in the parent compares real `str`/`int`/`float` v
 a subclass for what it is. Observing the same call twice gives equal observations.
 
 Everything here is imported by the fork server before any learner's code runs, so what it
-takes hold of then (the classes in `KINDS`, `random.Random`, `hashlib`, `zlib`) is the real
+takes hold of then (the classes in `KINDS`, `random.Random`, `hashlib`) is the real
 thing even if a learner rebinds those names later. A probe is still a claim: the learner's code
 shares its process and can forge any of it. What the claims are worth is the judges' business:
 
@@ -24,7 +24,6 @@ shares its process and can forge any of it. What the claims are worth is the jud
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
 import hashlib
@@ -33,7 +32,6 @@ import math
 import random
 import sqlite3
 import time
-import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,9 +80,6 @@ KINDS: dict[str, type[BaseException]] = {
 }
 #: The largest file `keep` hands to the parent; a bigger one is reported as too large.
 ARTEFACT_LIMIT = 8 * 2**20
-#: Until the runner copies each worker's files out itself (`Observed.artefacts`), a kept file
-#: also travels in the observation, compressed; the parent prefers the runner's copy.
-EMBED_ARTEFACTS = True
 _Random = random.Random
 _sha256 = hashlib.sha256
 
@@ -290,10 +285,10 @@ def tag_of(seed: str) -> str:
 def keep(path: str | Path, name: str) -> JSON:
     """Hand the file at `path` (with its ``-wal`` and ``-journal`` when they exist) to the
     parent as artefact `name`: copied into the worker's folder under that name, for the runner
-    to copy out after the worker ends, and (`EMBED_ARTEFACTS`) compressed into the returned
-    reference. A file that is not there is reported as absent; one over `ARTEFACT_LIMIT` as
-    too large, unread."""
-    files: dict[str, str | None] = {}
+    to copy out after the worker ends (the bytes never travel in the observation: that is the
+    child's word). The reference lists the parts that were there; a file that is not there is
+    reported as absent, one over `ARTEFACT_LIMIT` as too large, unread."""
+    files: dict[str, bool | None] = {}
     source = Path(path)
     for suffix in ("", "-wal", "-journal"):
         part = Path(str(source) + suffix)
@@ -314,9 +309,7 @@ def keep(path: str | Path, name: str) -> JSON:
         if part.resolve() != copy.resolve():
             with contextlib.suppress(OSError):
                 copy.write_bytes(data)
-        files[suffix] = (
-            base64.b64encode(zlib.compress(data, 1)).decode("ascii") if EMBED_ARTEFACTS else ""
-        )
+        files[suffix] = True
     return {"artefact": name, "files": files}
 
 

@@ -290,8 +290,8 @@ def test_kept_files_are_read_by_the_parent_and_never_through_a_link(
         conn.execute("INSERT INTO t VALUES (42)")
     conn.close()
     ref = keep(db, "probe.store")
-    embedded = Observed({})
-    with embedded.database(ref) as read:
+    assert Observed({}).artefact(ref) is None  # no runner's copy: nothing the child says counts
+    with Observed({}, artefacts=tmp_path).database(ref) as read:
         assert read is not None and read.execute("SELECT x FROM t").fetchall() == [(42,)]
         with pytest.raises(sqlite3.OperationalError):
             read.execute("INSERT INTO t VALUES (1)")  # read-only

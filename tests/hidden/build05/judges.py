@@ -474,42 +474,42 @@ def test_follows_next_until_null(observed: Observed) -> None:
 
 def test_retries_503_then_continues(observed: Observed) -> None:
     seen, rng = seeded(observed, "retries_503_then_continues")
-    ids = listing_ids(rng)
+    ids = listing_ids(rng)[: P.RETRIED]
     run = seen
-    call = source_call("?limit=100", "the page at offset 100 answering 503 twice")
+    call = source_call("?limit=10", "the page at offset 10 answering 503 twice")
     runs_to_the_end(run, call)
     yields(run, call, ids)
     requested(
         run,
         call,
-        requests((0, 1, 0.0), (100, 1, 0.0), (100, 2, 0.2), (100, 3, 0.6), (200, 1, 0.6)),
+        requests((0, 1, 0.0), (10, 1, 0.0), (10, 2, 0.2), (10, 3, 0.6), (20, 1, 0.6)),
         "Each page through with_retry(self.policy, ...): 0.2 s, then 0.4 s of backoff.",
     )
 
 
 def test_honors_retry_after_on_429(observed: Observed) -> None:
     seen, rng = seeded(observed, "honors_retry_after_on_429")
-    ids = listing_ids(rng)
+    ids = listing_ids(rng)[: P.RETRIED]
     run = seen
-    call = source_call("?limit=100", "429 with Retry-After 5 at offset 100, 12 at offset 200")
+    call = source_call("?limit=10", "429 with Retry-After 5 at offset 10, 12 at offset 20")
     runs_to_the_end(run, call)
     yields(run, call, ids)
     requested(
         run,
         call,
-        requests((0, 1, 0.0), (100, 1, 0.0), (100, 2, 5.0), (200, 1, 5.0), (200, 2, 17.0)),
+        requests((0, 1, 0.0), (10, 1, 0.0), (10, 2, 5.0), (20, 1, 5.0), (20, 2, 17.0)),
         "Wait what Retry-After says: RateLimited(seconds) carries it to with_retry.",
     )
 
 
 def test_page_deadline_cuts_a_hang(observed: Observed) -> None:
     seen, rng = seeded(observed, "page_deadline_cuts_a_hang")
-    ids = listing_ids(rng)
+    ids = listing_ids(rng)[: P.RETRIED]
     for key, timeout in (("ten", 10.0), ("four", 4.0)):
         run = seen[key]
         call = source_call(
-            "?limit=100",
-            "the page at offset 100 silent for 600 s once",
+            "?limit=10",
+            "the page at offset 10 silent for 600 s once",
             f"page_timeout={timeout:g}",
         )
         runs_to_the_end(run, call)
@@ -518,7 +518,7 @@ def test_page_deadline_cuts_a_hang(observed: Observed) -> None:
         requested(
             run,
             call,
-            requests((0, 1, 0.0), (100, 1, 0.0), (100, 2, at), (200, 1, at)),
+            requests((0, 1, 0.0), (10, 1, 0.0), (10, 2, at), (20, 1, at)),
             "Every attempt inside asyncio.timeout(self.page_timeout); the deadline is a"
             " RequestTimeout, retried after the backoff.",
         )

@@ -242,14 +242,16 @@ TRANSPORT_FAULTS: dict[int, str] = {
 EXHAUSTING: tuple[str, ...] = ("ConnectError", "ReadTimeout", "RemoteProtocolError")
 
 
-#: Launches in the listing paged 7 at a time (ten pages, the last one short).
-BY_7 = 70
+#: Launches in the listing paged 7 at a time (six pages, the last one short).
+BY_7 = 38
 #: Listing lengths where the whole of it is not needed: the probes stay fast.
-SMALL, SHORT = 100, 50
+SMALL, SHORT = 40, 30
 #: Where the failing runs of `failed_runs` fail (10 launches a page).
-BAD_JSON_AT, UNAVAILABLE_AT = 70, 30
+BAD_JSON_AT, UNAVAILABLE_AT = 30, 20
+#: The listing the retry probes page through 10 at a time: pages at offsets 0, 10 and 20.
+RETRIED = 30
 #: Launches already in the file before the first run (with one row not in the listing).
-PREFILLED = 50
+PREFILLED = 20
 
 
 def always(name: str) -> Callable[[int], str | None]:
@@ -776,23 +778,23 @@ def follows_next(ns: ModuleType, rng: random.Random) -> JSON:
 
 @PROBES.seeded("retries_503_then_continues")
 def retries_503(ns: ModuleType, rng: random.Random) -> JSON:
-    script: dict[int, Script] = {100: [Fault.unavailable(), Fault.unavailable()]}
-    return read_source(ns, script, query="?limit=100", results=listing(rng))
+    script: dict[int, Script] = {10: [Fault.unavailable(), Fault.unavailable()]}
+    return read_source(ns, script, results=listing(rng)[:RETRIED])
 
 
 @PROBES.seeded("honors_retry_after_on_429")
 def honors_429(ns: ModuleType, rng: random.Random) -> JSON:
-    script: dict[int, Script] = {100: [Fault.rate_limited(5)], 200: [Fault.rate_limited(12)]}
-    return read_source(ns, script, query="?limit=100", results=listing(rng))
+    script: dict[int, Script] = {10: [Fault.rate_limited(5)], 20: [Fault.rate_limited(12)]}
+    return read_source(ns, script, results=listing(rng)[:RETRIED])
 
 
 @PROBES.seeded("page_deadline_cuts_a_hang")
 def deadline(ns: ModuleType, rng: random.Random) -> JSON:
-    served = listing(rng)
-    script: dict[int, Script] = {100: [Fault.hang(600)]}
+    served = listing(rng)[:RETRIED]
+    script: dict[int, Script] = {10: [Fault.hang(600)]}
     return {
-        "ten": read_source(ns, script, query="?limit=100", timeout=10.0, results=served),
-        "four": read_source(ns, script, query="?limit=100", timeout=4.0, results=served),
+        "ten": read_source(ns, script, timeout=10.0, results=served),
+        "four": read_source(ns, script, timeout=4.0, results=served),
     }
 
 
