@@ -21,7 +21,6 @@ results file, scored zero, saying so.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import shutil
@@ -36,6 +35,7 @@ from typing import Any
 from grader.cache import replace_file
 from grader.classroom import learner_requirements
 from grader.grades import ClassReport
+from grader.protocol import WallsMode
 from grader.zips import write_zip
 from workbook.manifest import repo_root
 
@@ -55,7 +55,7 @@ BUNDLE = (
 SKIPPED_PARTS = frozenset({"__pycache__", "node_modules"})
 DEFAULT_ROOT = "/autograder"
 #: The walls mode a container gives: one submission per disposable container.
-WALLS = "container"
+WALLS: WallsMode = "container"
 #: How much of one test's message Gradescope shows.
 OUTPUT_CHARS = 4000
 
@@ -125,17 +125,13 @@ def build_bundle(out: Path, root: Path | None = None) -> Path:
 # At run time, inside Gradescope's container.
 
 
-def grade_submission(submission: Path, out: Path, walls: str = WALLS) -> ClassReport:
+def grade_submission(submission: Path, out: Path, walls: WallsMode = WALLS) -> ClassReport:
     """Grade `submission` (one learner's files) as a class of one into `out`."""
     from grader.batch import grade_class
 
     klass = out / "class"
     shutil.copytree(submission, klass / "submission", symlinks=True)
-    # The walls mode goes in once `grade_class` takes it; until then the runner's own choice
-    # stands (run_autograder also sets WALLS=container in the environment).
-    takes = "walls" in inspect.signature(grade_class).parameters
-    mode: dict[str, Any] = {"walls": walls} if takes else {}
-    return grade_class(klass, out / "grades", **mode)
+    return grade_class(klass, out / "grades", walls=walls)
 
 
 def results(report: ClassReport, seconds: float) -> dict[str, Any]:
