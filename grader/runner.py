@@ -426,7 +426,6 @@ class Runner:
         assert server.sock is not None
         os.set_blocking(results_r, False)
         stream.deadline = time.monotonic() + self.limits.load_seconds + self.limits.grace_seconds
-        buffer = b""
         open_pipe = True
         killed = False
         lost = JobEnd(fault=_fault("the grading server stopped answering"))
@@ -446,7 +445,7 @@ class Runner:
                 if chunk is None:
                     open_pipe = False
                 else:
-                    buffer = stream.take(buffer + chunk)
+                    stream.take(chunk)
             if server.sock in ready:
                 reply = server.receive(timeout=0.0)
                 if reply is None or reply[0] is not Reply.EXIT:

@@ -54,6 +54,7 @@ class ResultStream:
     ended: bool = False
     deviation: str | None = None
     deadline: float = 0.0
+    _partial: bytes = field(default=b"", repr=False)
 
     def key(self, name: str) -> str:
         return name + self.suffix
@@ -114,32 +115,30 @@ class ResultStream:
         self.unconfirmed = name
         self.deadline = now + step
 
-    def take(self, data: bytes) -> bytes:
-        """Feed the complete lines of `data`; returns the unfinished last line."""
+    def take(self, chunk: bytes) -> None:
+        """Feed the complete lines of what came so far; the unfinished last line waits for the
+        next chunk, whichever read (`Runner._watch` or `drain`) brings it."""
         now = time.monotonic()
-        *lines, rest = data.split(b"\n")
+        *lines, self._partial = (self._partial + chunk).split(b"\n")
         for line in lines:
             self.feed(line, now)
-        if len(rest) > MAX_LINE:
+        if len(self._partial) > MAX_LINE:
             self.deviation = "a report longer than any probe writes"
-            return b""
-        return rest
+            self._partial = b""
 
     def drain(self, fd: int) -> None:
-        """Read what the killed worker left in the pipe (its writers are all dead now)."""
+        """Read what the ended worker left in the pipe (its writers are all dead now), after
+        whatever half line was read before."""
         os.set_blocking(fd, True)
-        buffer = b""
         deadline = time.monotonic() + 1.0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.deviation:
             ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0.0))
             if not ready:
                 break
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
-            buffer = self.take(buffer + chunk)
-            if len(buffer) > MAX_LINE:
-                break
+            self.take(chunk)
 
     def settle(self) -> None:
         """Once the worker is gone: void what a deviation taints or nothing confirmed."""

@@ -8,6 +8,7 @@ import math
 import os
 import random
 import sqlite3
+import threading
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -373,6 +374,31 @@ def test_an_unconfirmed_last_report_is_void() -> None:
     j = job(LOADED, start("a"), done("a"), start("b"), done("b", 2))  # then the worker died
     j.settle()
     assert (j.records["a"].status, j.records["b"].status) == ("done", "void")
+
+
+def test_a_report_split_between_the_watch_and_the_drain_is_read_whole() -> None:
+    """A report longer than the pipe's buffer arrives in pieces; the worker's end may come
+    between them. The half read before must join the half the drain reads."""
+    j = ResultStream(["a"], "", Limits(), "")
+    big = json.dumps(done("a", "x" * 200_000)).encode() + b"\n"
+    head = b"\n".join(json.dumps(e).encode() for e in (LOADED, start("a"))) + b"\n"
+    j.take(head + big[:70_000])
+    read_end, write_end = os.pipe()
+
+    def write_the_rest() -> None:  # more than the pipe holds: written while drain reads
+        rest = big[70_000:] + json.dumps({"event": "end"}).encode() + b"\n"
+        while rest:
+            rest = rest[os.write(write_end, rest) :]
+        os.close(write_end)
+
+    writer = threading.Thread(target=write_the_rest)
+    writer.start()
+    j.drain(read_end)
+    writer.join()
+    os.close(read_end)
+    j.settle()
+    assert j.deviation is None
+    assert j.records["a"].status == "done" and j.records["a"].obs == {"ok": "x" * 200_000}
 
 
 def test_a_line_that_is_not_json_is_a_deviation() -> None:
