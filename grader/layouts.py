@@ -28,6 +28,7 @@ import argparse
 import os
 import re
 import shutil
+import stat
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -272,24 +273,36 @@ def _in_place(path: Path, layout: Layout) -> tuple[Learner, ...]:
 
 
 def _head_commit(folder: Path) -> str:
-    """HEAD's commit, read from the files (no git runs on a learner's repository)."""
+    """HEAD's commit, read from the files (no git runs on a learner's repository): each one a
+    regular file opened without following a link or waiting on a FIFO, and small; anything
+    else, or anything odd in them, gives no commit."""
     git = folder / ".git"
     try:
         if git.is_file():  # a worktree or submodule: ``gitdir: <path>``
-            git = (folder / git.read_text().split(":", 1)[1].strip()).resolve()
-        head = (git / "HEAD").read_text().strip()
+            git = (folder / _small_text(git).split(":", 1)[1].strip()).resolve()
+        head = _small_text(git / "HEAD").strip()
         commit = head
         if head.startswith("ref: "):
             ref = git / head[5:]
             if ref.is_file():
-                commit = ref.read_text().strip()
+                commit = _small_text(ref).strip()
             else:
-                packed = (git / "packed-refs").read_text().splitlines()
+                packed = _small_text(git / "packed-refs", 2**20).splitlines()
                 commit = next((ln.split()[0] for ln in packed if ln.endswith(" " + head[5:])), "")
-    except (OSError, IndexError, UnicodeDecodeError):
+    except (OSError, ValueError, IndexError):  # UnicodeDecodeError is a ValueError
         return ""
     # Only a commit id is believed: whatever else a learner's files say stays out of reports.
     return commit if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit) else ""
+
+
+def _small_text(path: Path, limit: int = 4096) -> str:
+    """The text of the regular file at `path`, at most `limit` bytes (ValueError past it)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            raise ValueError(f"{path.name}: not a small regular file")
+        return handle.read(limit + 1)[:limit].decode("utf-8")
 
 
 def _folder_name(learner: str, notes: list[str]) -> str:

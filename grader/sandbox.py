@@ -57,6 +57,9 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC = ("/etc/ld.so.cache",)
 #: The grader's probe-side runtime: the only part of ``grader/`` bound into the walls.
 CHILD_RUNTIME = ("__init__.py", "protocol.py", "observe.py", "child")
+#: Folders inside SYSTEM where people keep source trees (a clone of this repository there would
+#: hand out its solutions): covered by an empty tmpfs unless the interpreter lives in one.
+SOURCE_FOLDERS = ("/usr/src", "/usr/local/src")
 #: Where the worker's private folders are mounted (`grader.child.walls` mounts them).
 MOUNTPOINTS = ("/scratch", "/reference")
 #: Processes of a sandbox that are not the learner's: bwrap, its init, the server, the job's PID 1.
@@ -212,6 +215,10 @@ def server_command(
     roots = read_only_roots(info)
     for path in roots:
         command += ["--ro-bind", path, path]
+    needed = (info.base_prefix, info.prefix, *info.path)
+    for path in SOURCE_FOLDERS:
+        if os.path.isdir(path) and not any(p and _under(os.path.realpath(p), path) for p in needed):
+            command += ["--tmpfs", path, "--remount-ro", path]
     bound = [*SYSTEM, *roots]
     for name in ("etl", "workbook"):
         folder = info.packages.get(name)

@@ -21,6 +21,8 @@ from grader.results import ProbeRecord
 
 #: A results line longer than this is not a probe's observation.
 MAX_LINE = 4 * 2**20
+#: Deeper than any probe's report nests (`grader.observe.plain` stops at 8 levels of the value).
+MAX_DEPTH = 64
 _SIGNALS = {
     signal.SIGKILL: "killed (SIGKILL: out of memory, or stopped by the grader)",
     signal.SIGXCPU: "stopped by the CPU time limit",
@@ -60,15 +62,23 @@ class ResultStream:
         return name + self.suffix
 
     def feed(self, line: bytes, now: float) -> None:
-        """One line from the results pipe. Anything off the protocol is a deviation."""
+        """One line from the results pipe. Anything off the protocol is a deviation: whatever
+        the line holds (JSON nested thousands deep, a number where text goes), reading it
+        never raises here, so the job is always followed to its end."""
         if self.deviation:
             return
         try:
             event = json.loads(line)
-            kind = event["event"]
-        except (ValueError, TypeError, KeyError):
+            if type(event) is not dict or type(event.get("event")) is not str:
+                raise ValueError("not a report")
+            if _depth(event) > MAX_DEPTH:
+                raise ValueError("nested deeper than any probe's report")
+            self._feed(event, now)
+        except Exception:  # any line the protocol does not make is a deviation
             self.deviation = "a line on the results channel that is not a probe's report"
-            return
+
+    def _feed(self, event: dict[str, Any], now: float) -> None:
+        kind = event["event"]
         step = self.limits.probe_seconds + self.limits.grace_seconds
         if not self.loaded and self.load_error is None:
             if kind == Event.LOADED:
@@ -99,7 +109,10 @@ class ResultStream:
         if event.get("probe") != name or kind not in REPORTS:
             self.deviation = f"an unexpected {kind!r} report while {name} was running"
             return
-        seconds = float(event.get("seconds", 0.0))
+        seconds = event.get("seconds", 0.0)
+        if type(seconds) not in (int, float) or not 0 <= seconds < 1e6:
+            raise ValueError("seconds is not a duration")
+        seconds = float(seconds)
         if kind == Event.DONE:
             record = ProbeRecord(self.key(name), "done", event.get("obs"), "", seconds)
         elif kind == Event.TIMEOUT:
@@ -150,6 +163,21 @@ class ResultStream:
             name = self.unconfirmed
             reason = void_reason("the worker ended right after this report, unconfirmed")
             self.records[name] = ProbeRecord(self.key(name), "void", None, reason)
+
+
+def _depth(value: Any) -> int:
+    """How deeply `value` (parsed JSON) nests lists and dicts; counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                stack.extend(
+                    (child, level + 1)
+                    for child in (item.values() if isinstance(item, dict) else item)
+                )
+    return deepest
 
 
 def read_chunk(fd: int) -> bytes | None:

@@ -39,6 +39,12 @@ TOOL_FOLDERS = frozenset({"__MACOSX"})
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
+#: The compression methods Python's zipfile reads (7-Zip's PPMd, for one, it does not).
+READABLE_METHODS = frozenset(
+    {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+)
+
+
 class ZipRefused(WorkbookError):
     """A zip that is not read at all: unreadable, or over the bounds as a whole."""
 
@@ -47,7 +53,7 @@ def open_zip(path: Path) -> zipfile.ZipFile:
     """The zip at `path`; `ZipRefused` when it cannot be read as one."""
     try:
         return zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, OSError, UnicodeDecodeError, ValueError) as exc:
         raise ZipRefused(f"{path.name}: not a readable zip ({exc})") from None
 
 
@@ -70,6 +76,8 @@ def member_problem(info: zipfile.ZipInfo) -> str | None:
             return "not a regular file"
     if info.flag_bits & 0x1:
         return "encrypted"
+    if info.compress_type not in READABLE_METHODS:
+        return f"compression method {info.compress_type} (only stored, deflate, bzip2 and lzma)"
     if info.file_size > MAX_MEMBER_BYTES:
         return f"{info.file_size // 2**20} MiB unpacked (limit {MAX_MEMBER_BYTES // 2**20} MiB)"
     if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
@@ -113,7 +121,7 @@ def unpack(path: Path, dest: Path) -> list[str]:
                 continue
             try:
                 _extract(archive, info, target)
-            except (OSError, zipfile.BadZipFile, EOFError) as exc:
+            except (OSError, zipfile.BadZipFile, EOFError, NotImplementedError, ValueError) as exc:
                 notes.append(f"{info.filename[:120]}: not extracted: {exc}")
     return notes
 

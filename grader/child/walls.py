@@ -22,6 +22,7 @@ walls twice in one process is an error (a locked namespace may not mount ``/proc
 from __future__ import annotations
 
 import ctypes
+import errno
 import functools
 import json
 import os
@@ -92,6 +93,27 @@ def map_ids(uid: int, gid: int) -> None:
         Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
     except OSError as exc:
         raise WallError(exc.errno, f"user namespace id maps: {exc.strerror}") from None
+
+
+SYS_KEYCTL, KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING = 250, 0, 1
+KEY_SPEC_SESSION_KEYRING = -3
+
+
+def session_keyring() -> int:
+    """The id of this process's session keyring (0 when keyrings are not there)."""
+    libc = _libc()
+    found = libc.syscall(SYS_KEYCTL, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0)
+    return max(int(found), 0)
+
+
+def new_session_keyring() -> None:
+    """Join a new, anonymous session keyring. Keyrings belong to no namespace bwrap makes:
+    without this, every learner would share the grader's session keyring (a login's), and one
+    could leave a key there for another, in the same batch or a later one."""
+    joined = _libc().syscall(SYS_KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, None)
+    # ENOSYS: no keyrings in this kernel, so nothing to share.
+    if joined < 0 and ctypes.get_errno() != errno.ENOSYS:
+        raise _fail("keyctl(JOIN_SESSION_KEYRING)")
 
 
 def die_with_parent(parent: int | None = None) -> None:
@@ -236,12 +258,14 @@ def lock_in(privileged: bool, uid: int, limits: Limits) -> None:
     ids = os.getuid(), os.getgid()  # before the unshare: unmapped until the maps are written
     unshare(CLONE_NEWUSER | CLONE_NEWNS, "user, mount (the lock)")
     map_ids(*ids)
+    new_session_keyring()
 
 
 def self_test(privileged: bool, keep: Sequence[str] = ()) -> str | None:
     """Raise every wall in a throwaway job, as a fork server does, and look through them:
     None when they hold, else what failed, in words. This process is left as it was."""
     read_end, write_end = os.pipe()
+    outer_keyring = session_keyring()
     try:
         first, pidfd = clone(JOB_NAMESPACES)
     except WallError as exc:
@@ -253,7 +277,7 @@ def self_test(privileged: bool, keep: Sequence[str] = ()) -> str | None:
             raise_job_walls(privileged, uid, Limits(), {"00": "seams = 1\n"}, keep)
             learner = os.fork()
             if learner == 0:
-                _look_through(write_end, privileged, uid, keep)
+                _look_through(write_end, privileged, uid, keep, outer_keyring)
             _, status = os.waitpid(learner, 0)
             verdict = "" if status == 0 else f"the test job ended with status {status}"
         except OSError as exc:
@@ -268,11 +292,16 @@ def self_test(privileged: bool, keep: Sequence[str] = ()) -> str | None:
     return said or None
 
 
-def _look_through(report: int, privileged: bool, uid: int, keep: Sequence[str]) -> None:
+def _look_through(
+    report: int, privileged: bool, uid: int, keep: Sequence[str], outer_keyring: int
+) -> None:
     try:
         lock_in(privileged, uid, Limits())
+        problems = []
+        if outer_keyring and session_keyring() == outer_keyring:
+            problems.append("the learner shares the grader's session keyring")
         pids = [name for name in os.listdir("/proc") if name.isdigit()]
-        problems = [f"{path} is gone" for path in keep if not os.path.exists(path)]
+        problems += [f"{path} is gone" for path in keep if not os.path.exists(path)]
         for where in sorted({sys.prefix, sys.base_prefix}):
             if not os.access(where, os.R_OK | os.X_OK):
                 problems.append(f"the interpreter's {where} cannot be read")
@@ -286,7 +315,7 @@ def _look_through(report: int, privileged: bool, uid: int, keep: Sequence[str]) 
             problems.append("the learner could unmount its working folder")
         Path(WORK, "probe.txt").write_text("x")
         if problems:
-            os.write(report, "; ".join(problems).encode())
+            os.write(report, ("; ".join(problems) + "; ").encode())
             os._exit(3)
     except OSError as exc:
         os.write(report, str(exc).encode()[:4000])
