@@ -36,6 +36,9 @@ from workbook.mutation import Mutant, mutants
 
 #: Real seconds one test may take on one mutant before it counts as caught (it hung).
 TEST_SECONDS = 0.5
+#: Real seconds on the learner's own code, which is right: room for a cold start (Hypothesis's
+#: first run costs 0.2 s, three times that on a busy machine) without calling the test wrong.
+OWN_SECONDS = 2.0
 #: Mutants tried per test at most: the self-check must answer in about two seconds.
 MAX_MUTANTS = 60
 
@@ -97,16 +100,16 @@ def _build(sources: Sources, answers: Sequence[str], extra: str = "") -> dict[st
     return module.__dict__
 
 
-def _run(fn: Callable[[], Any]) -> tuple[bool, str]:
+def _run(fn: Callable[[], Any], seconds: float = TEST_SECONDS) -> tuple[bool, str]:
     """(passed, why not) for one test function; never raises."""
-    signal.setitimer(signal.ITIMER_REAL, TEST_SECONDS)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             outcome = fn()
             if inspect.iscoroutine(outcome):
                 vtime.run(outcome, deadline=vtime.VIRTUAL_DEADLINE)
     except _TimeUp:
-        return False, f"did not finish within {TEST_SECONDS:g} s"
+        return False, f"did not finish within {seconds:g} s"
     except AssertionError as exc:
         return False, cut(f"AssertionError: {exc}" if str(exc) else "AssertionError")
     except BaseException as exc:  # a test that crashes fails; that is a catch too
@@ -147,7 +150,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             report.message = cut(f"your cells raised {type(exc).__name__}: {exc}")
         return [asdict(r) for r in reports.values()]
     for name, fn in own.items():
-        reports[name].passes, reports[name].message = _run(fn)
+        reports[name].passes, reports[name].message = _run(fn, OWN_SECONDS)
     passing = [n for n in own if reports[n].passes]
     if not passing:
         return [asdict(r) for r in reports.values()]
@@ -159,8 +162,11 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
         for name in passing:
             caught = name not in broken or not _run(broken[name])[0]
             reports[name].sabotage_caught[sabotage["name"]] = caught
+    cap = int(job.get("max_mutants", MAX_MUTANTS))
     for index, text in enumerate(sources.answers):
         for mutant in _cell_mutants(text, job.get("seams")):
+            if all(reports[n].total >= cap for n in passing):
+                break  # every test has met its cap: building more mutants is wasted time
             answers = list(sources.answers)
             answers[index] = mutant.source
             try:
@@ -169,7 +175,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                 broken = {}  # the mutant does not even load: every test catches it
             for name in passing:
                 report = reports[name]
-                if report.total >= MAX_MUTANTS:
+                if report.total >= cap:
                     continue
                 report.total += 1
                 if name not in broken or not _run(broken[name])[0]:
@@ -199,6 +205,7 @@ def check(
     seams: Sequence[str] | None = None,
     sabotage: Sequence[Sabotage] = (),
     max_examples: int = 25,
+    max_mutants: int = MAX_MUTANTS,
     timeout: float = 30.0,
 ) -> list[LearnerTestReport]:
     """Run the learner tests `names` on their code and its mutants (inside `seams`, the
@@ -211,6 +218,7 @@ def check(
         "seams": list(seams) if seams else None,
         "sabotage": [asdict(s) for s in sabotage],
         "max_examples": max_examples,
+        "max_mutants": max_mutants,
     }
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     try:

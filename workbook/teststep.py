@@ -14,7 +14,7 @@ import types
 from collections.abc import Sequence
 
 from workbook.checks import CheckResult, Checks
-from workbook.learnertests import LearnerTestReport, Sabotage, Sources, check
+from workbook.learnertests import MAX_MUTANTS, LearnerTestReport, Sabotage, Sources, check
 
 #: Survivors shown per test: enough to act on, few enough to read.
 SHOWN_SURVIVORS = 3
@@ -30,21 +30,37 @@ def _buildchecks(build: str) -> types.ModuleType:
     return importlib.import_module(f"workbook.buildchecks.build{build}")
 
 
+def _learner_side(build: str) -> types.ModuleType:
+    """Where `build` keeps ``LEARNER_TESTS`` and ``SABOTAGE``: ``buildNN_tests`` when it has
+    one (build 07's checks fill their own module), else its checks module."""
+    name = f"workbook.buildchecks.build{build}_tests"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:  # the module exists and an import inside it failed
+            raise
+        return _buildchecks(build)
+
+
 def seams_of(build: str, name: str) -> tuple[str, ...]:
     """The seams test `name` of `build` tests (its ``LEARNER_TESTS`` entry)."""
-    tests: dict[str, tuple[str, ...]] = getattr(_buildchecks(build), "LEARNER_TESTS", {})
+    tests: dict[str, tuple[str, ...]] = getattr(_learner_side(build), "LEARNER_TESTS", {})
     if name not in tests:
         raise KeyError(f"no test-writing step named {name} in build {build}")
     return tests[name]
 
 
-def sabotage_for(build: str, seams: Sequence[str]) -> list[Sabotage]:
-    """The build's sabotage for a test of `seams`: what rebinds one of them, or rebinds no
-    seam of another learner test (a sink's sabotage is no bug of the retry loop)."""
+def sabotage_for(build: str, seams: Sequence[str], name: str = "") -> list[Sabotage]:
+    """The build's sabotage for test `name` of `seams`: those its ``SABOTAGE_OF`` lists for
+    it, if any; else what rebinds one of its seams, or rebinds no seam of another learner test
+    (a sink's sabotage is no bug of the retry loop)."""
     from workbook.selfcheck import _bound  # selfcheck imports this module: import late
 
-    module = _buildchecks(build)
+    module = _learner_side(build)
     every: list[Sabotage] = getattr(module, "SABOTAGE", [])
+    listed: dict[str, tuple[str, ...]] = getattr(module, "SABOTAGE_OF", {})
+    if name in listed:
+        return [s for s in every if s.name in listed[name]]
     tests: dict[str, tuple[str, ...]] = getattr(module, "LEARNER_TESTS", {})
     others = {seam for these in tests.values() for seam in these} - set(seams)
     return [s for s in every if _bound(s.source) & set(seams) or not _bound(s.source) & others]
@@ -79,18 +95,20 @@ def gate_note(results: Sequence[CheckResult], steps: Sequence[str]) -> str | Non
 def run_step(build: str, name: str, sources: Sources) -> LearnerTestReport:
     """Test `name` on the learner's code, the build's sabotage and mutants of its seams."""
     seams = seams_of(build, name)
+    caps: dict[str, int] = getattr(_learner_side(build), "MAX_MUTANTS_OF", {})
     (report,) = check(
         sources,
         [name],
         seams=list(seams),
-        sabotage=sabotage_for(build, seams),
+        sabotage=sabotage_for(build, seams, name),
         max_examples=MAX_EXAMPLES,
+        max_mutants=caps.get(name, MAX_MUTANTS),
     )
     return report
 
 
 def _sabotage_lines(build: str, report: LearnerTestReport) -> list[str]:
-    described = {s.name: s.description for s in getattr(_buildchecks(build), "SABOTAGE", [])}
+    described = {s.name: s.description for s in getattr(_learner_side(build), "SABOTAGE", [])}
     lines = []
     for sabotage, caught in report.sabotage_caught.items():
         what = described.get(sabotage, sabotage)

@@ -15,6 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "03_build_retry_and_sink.ipynb"
 EXERCISE = ROOT / "exercises" / "03_build_retry_and_sink.ipynb"
 REPLAY = "test_rerun_writes_zero_new_rows"
+SOLUTION_07 = ROOT / "solutions" / "07_build_replay_safe_batch.ipynb"
+EXERCISE_07 = ROOT / "exercises" / "07_build_replay_safe_batch.ipynb"
+FIXED_POINT = "test_replay_reaches_a_fixed_point"
+STATE_MACHINE = "test_state_machine_equals_one_clean_run"
 
 WEAK = f"""
 from etl import MemorySink
@@ -31,7 +35,7 @@ async def {REPLAY}():
 """
 
 
-def report(answers_from: Path, test: str | None, name: str = REPLAY) -> str:
+def report(answers_from: Path, test: str | None, name: str = REPLAY, build: str = "03") -> str:
     """The step's report on `answers_from`'s saved cells, with `test` as the only test cell
     (None: the notebook's own test cells), as a kernel that ran nothing would give it."""
     cells = read_notebook(answers_from)["cells"]
@@ -40,7 +44,7 @@ def report(answers_from: Path, test: str | None, name: str = REPLAY) -> str:
         cells.append({"cell_type": "code", "metadata": {"tags": ["test"]}, "source": test})
     tagged = last_runs(exported_cells(answers_from), cells, [])
     module = build_module(answers_from, tagged, cells)
-    return "\n".join(learner_test_reports("03", [name], module, tagged, cells))
+    return "\n".join(learner_test_reports(build, [name], module, tagged, cells))
 
 
 @pytest.mark.slow
@@ -86,3 +90,57 @@ def test_steps_gates_and_sabotage_are_per_seam() -> None:
     assert names == ["retry_ignores_retry_after"]
     with pytest.raises(KeyError):
         teststep.seams_of("03", "test_nothing")
+
+
+# ───────────────────────────────────────────────── build 07: a replay test and a state machine
+
+#: Checks the first delivery only: it says nothing about what a replay does.
+WEAK_07 = f"""
+def {FIXED_POINT}():
+    conn = open_store(":memory:")
+    items = [{{"id": "a", "version": 1, "payload": {{}}}}]
+    outcome = ingest_page(
+        conn, tenant="t", source="s", items=items, expected_cursor=None, next_cursor="p1"
+    )
+    assert outcome == PageOutcome(1, 0, 0, True, "p1")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [FIXED_POINT, STATE_MACHINE])
+def test_the_07_solutions_tests_pass_and_catch_their_sabotage(name: str) -> None:
+    start = time.perf_counter()
+    text = report(SOLUTION_07, None, name, "07")
+    assert time.perf_counter() - start < 10  # measured 1.3-1.6 s on an idle machine
+    assert "✓ passes on your code" in text and "✗" not in text, text
+    assert "This step is done" in text and "Mutation score:" in text
+
+
+@pytest.mark.slow
+def test_a_07_test_of_the_write_alone_misses_the_missing_compare() -> None:
+    text = report(SOLUTION_07, WEAK_07, FIXED_POINT, "07")
+    assert "✗ still passes when ingest_page moves the checkpoint wherever it stood" in text, text
+    assert "Not done" in text
+
+
+@pytest.mark.slow
+def test_the_07_stubs_read_not_written_yet() -> None:
+    cells = read_notebook(EXERCISE_07)["cells"]
+    stubs = "\n\n".join(cell_source(c) for c in cells if "test" in cell_tags(c))
+    for name in (FIXED_POINT, STATE_MACHINE):
+        assert f"{name} is not written yet" in report(SOLUTION_07, stubs, name, "07")
+
+
+def test_07_keeps_its_test_steps_beside_its_checks() -> None:
+    from workbook.buildchecks import build07_tests
+
+    assert teststep._learner_side("07") is build07_tests
+    assert teststep._learner_side("03") is teststep._buildchecks("03")
+    assert teststep.seams_of("07", STATE_MACHINE) == ("ingest_page",)
+    assert teststep.gate(teststep._buildchecks("07").CHECKS, ("ingest_page",)) == ["ingest_page"]
+    replay = [s.name for s in teststep.sabotage_for("07", ["ingest_page"], FIXED_POINT)]
+    every = [s.name for s in teststep.sabotage_for("07", ["ingest_page"], STATE_MACHINE)]
+    assert replay == ["checkpoint_not_compared"]
+    assert every == ["checkpoint_not_compared", "upsert_ignores_version", "checkpoint_before_items"]
+    for path in (ROOT / "workbook" / "buildchecks").glob("build07*.py"):
+        assert len(path.read_text().splitlines()) <= 550, path
