@@ -21,7 +21,6 @@ import argparse
 import collections
 import contextlib
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -52,13 +51,12 @@ from grader.results import Outcome, SubmissionResult, TestResult
 from grader.runner import GRADER_FAULT
 from grader.sandbox import WALLS_MODES, Limits, WallsMode, refusal, walls_identity, walls_problem
 from grader.suites import has_suite, load_suite
+from grader.wheats import HEADER, TestCells, read_test_cells, zero_results
 from workbook.errors import WorkbookError
 from workbook.export import export_source
 from workbook.manifest import Entry, Manifest, load_manifest, repo_root
 
 __all__ = ["ClassReport", "LearnerGrade", "grade_and_report", "grade_class", "main"]
-
-HEADER = re.compile(r"\A# Exported from .*")
 
 
 @dataclass
@@ -70,6 +68,8 @@ class BuildJob:
     entry: Entry
     found: Found
     source: str | None = None
+    cells: TestCells | None = None
+    """Its test cells, when the build has learner tests (graded against the reference)."""
     key: str | None = None
     grade: BuildGrade | None = None
 
@@ -77,6 +77,7 @@ class BuildJob:
 def _zero(entry: Entry, label: str, reason: str, kind: Outcome) -> SubmissionResult:
     """Every test of `entry` at zero for one reason (the build never got to its tests)."""
     tests = tuple(TestResult(t.name, 0, t.points, reason, t.visible, kind) for t in entry.tests)
+    tests += zero_results(entry, reason, kind)
     return SubmissionResult(entry.number, label, "error", reason, tests)
 
 
@@ -150,7 +151,7 @@ def grade_class(
             report.isolation = pool.isolation()
 
             def grade(runner: Runner, job: BuildJob) -> None:
-                _grade(job, runner, suites, cache)
+                _grade(job, runner, suites, cache, root)
                 bar.advance()
                 assert job.grade is not None and job.key is not None
                 for twin in same[job.key][1:]:
@@ -229,7 +230,11 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
     source = HEADER.sub("# Exported", source, count=1)
     job.source = source
     source_id = content_id("submission", source)
-    job.key = grade_key(entry.number, digest, source_id)
+    tests_id = None
+    if entry.learner_tests:
+        job.cells = read_test_cells(found.path)
+        tests_id = content_id("test cells", repr((job.cells.text, job.cells.problem)))
+    job.key = grade_key(entry.number, digest, source_id, tests_id)
     hit = cache.get(job.key)
     if hit is not None:
         job.grade = BuildGrade(entry, found, _relabel(hit, found.shown), source_id, cached=True)
@@ -249,7 +254,7 @@ def _relabel(result: SubmissionResult, label: str) -> SubmissionResult:
     )
 
 
-def _grade(job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache) -> None:
+def _grade(job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache, root: Path) -> None:
     assert job.source is not None and job.key is not None
     entry = job.entry
     try:
@@ -259,6 +264,8 @@ def _grade(job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache) 
             label=job.found.shown,
             suite=suites[entry.number],
             entry=entry,
+            cells=job.cells,
+            root=root,
         )
     except Exception as exc:  # the grader's own failure: reported, never cached
         reason = f"{GRADER_FAULT} {type(exc).__name__}: {one_line(str(exc), 300)}"

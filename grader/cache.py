@@ -3,9 +3,11 @@
 A build's key is ``content_id("grade", {build, grader digest, submission id})``. The grader
 digest (`grader_digest`) covers the build's hidden suite, the reference seams, the manifest,
 the `etl`, `workbook` and `grader` packages, ``requirements.txt``, the grading limits, the
-Python version and `GRADER_VERSION`; the submission id is the content id of its exported setup
-and answer cells. Unchanged inputs hit; a grade the grader itself failed to produce
-(`SubmissionResult.grader_fault`) is never stored.
+Python version and `GRADER_VERSION`, and the build's solution notebook (the wheat its learner
+tests run against); the submission id is the content id of its exported setup and answer
+cells, and the test cells' id that of its exported `test` cells (`grader.wheats`). Unchanged
+inputs hit; a grade the grader itself failed to produce (`SubmissionResult.grader_fault`) is
+never stored.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def grader_digest(build: str, root: Path, hidden: Path, limits: Limits) -> str:
     shared = [p for package in PACKAGES for p in _files(root / package)]
     shared += [p for p in (root / "workbook.toml", root / "requirements.txt") if p.exists()]
     suite = [*_files(suite_dir(build, hidden)), *_files(hidden / "seams")]
+    # The learner tests run against the solution's export: it changes their grade.
+    shared += [p for p in (root / "solutions").glob(f"{build}_*.ipynb") if p.is_file()]
     parts = {
         "version": GRADER_VERSION,
         "python": sys.version,
@@ -65,11 +69,13 @@ def grader_digest(build: str, root: Path, hidden: Path, limits: Limits) -> str:
     return content_id("grader", canonical_json(parts))
 
 
-def grade_key(build: str, grader: str, source_id: str) -> str:
-    """The cache key of build `build`'s grade for the submission whose id is `source_id`."""
-    return content_id(
-        "grade", canonical_json({"build": build, "grader": grader, "source": source_id})
-    )
+def grade_key(build: str, grader: str, source_id: str, tests_id: str | None = None) -> str:
+    """The cache key of build `build`'s grade for the submission whose id is `source_id`
+    (and whose test cells' id is `tests_id`, for a build with learner tests)."""
+    parts = {"build": build, "grader": grader, "source": source_id}
+    if tests_id is not None:  # absent, not null: keys of builds without them stay as they were
+        parts["tests"] = tests_id
+    return content_id("grade", canonical_json(parts))
 
 
 class Cache:

@@ -163,7 +163,7 @@ def feedback_md(learner: LearnerGrade) -> str:
             t.message == build.result.reason for t in failed
         )
         if failed and not shared:
-            hints = {t.name: t.hint for t in entry.tests}
+            hints = {t.name: t.hint for t in entry.every_test}
             for test in failed:
                 out += ["", f"### ✗ `{test.name}` ({test.points} of {test.max_points})", ""]
                 out.append(fenced(_message(test.message)))
@@ -171,7 +171,7 @@ def feedback_md(learner: LearnerGrade) -> str:
                     out += ["", f"Hint: {hints[test.name]}"]
         elif failed:
             out += ["", "Every test above failed for that one reason. Start with the hints:"]
-            for spec in entry.tests:
+            for spec in entry.every_test:
                 out.append(f"- `{spec.name}`: {spec.hint}")
     if learner.problem or learner.notes:
         out += ["", "## About your folder", ""]
@@ -213,7 +213,7 @@ def summary_rows(report: ClassReport) -> list[SummaryRow]:
             for b in learner.builds
             if b.entry.number == entry.number and b.status != "not submitted"
         ]
-        for spec in entry.tests:
+        for spec in entry.every_test:
             outcomes = [(b, b.result.test(spec.name)) for b in handed_in]
             failing = [(b, r) for b, r in outcomes if not r.passed]
             broken = [r for b, r in failing if b.result.status == "error"]

@@ -23,6 +23,7 @@ submission at a time; run one per worker thread to grade in parallel.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import select
 import sys
@@ -51,6 +52,7 @@ from grader.results import (
 from grader.sandbox import Isolation, Limits
 from grader.stream import ResultStream, exit_reason, read_chunk, timeout_reason, void_reason
 from grader.suites import Suite, load_suite, module_name
+from grader.wheats import TestCells, grade_learner_tests, read_test_cells, zero_results
 from workbook import siblings
 from workbook.errors import WorkbookError
 from workbook.export import export_source
@@ -186,7 +188,8 @@ class Runner:
         suite: Suite | None = None,
         entry: Entry | None = None,
     ) -> SubmissionResult:
-        """Export `notebook` through the one export path, then grade it."""
+        """Export `notebook` through the one export path, then grade it (its test cells too,
+        when the build has learner tests)."""
         start = time.perf_counter()
         entry = entry or load_manifest().entry(build)
         try:
@@ -196,7 +199,10 @@ class Runner:
         except OSError as exc:
             reason = f"{notebook}: cannot be read: {exc}"
             return self._all_zero(build, entry, str(notebook), reason, start)
-        return self.grade_source(build, source, label=str(notebook), suite=suite, entry=entry)
+        cells = read_test_cells(notebook) if entry.learner_tests else None
+        return self.grade_source(
+            build, source, label=str(notebook), suite=suite, entry=entry, cells=cells
+        )
 
     def grade_source(
         self,
@@ -206,9 +212,14 @@ class Runner:
         label: str = "",
         suite: Suite | None = None,
         entry: Entry | None = None,
+        cells: TestCells | None = None,
+        root: Path | None = None,
     ) -> SubmissionResult:
         """Grade an exported module's text against build `build`'s hidden suite (or `suite`),
-        with the points of the manifest's entry (or `entry`)."""
+        with the points of the manifest's entry (or `entry`). `cells`: the submission's test
+        cells, graded by wheats and chaffs (`grader.wheats`, against the solutions under
+        `root`, default this repository); None leaves the learner tests out of the result
+        (a known bug of the answers, say)."""
         start = time.perf_counter()
         entry = entry or load_manifest().entry(build)
         suite = suite or load_suite(build)
@@ -228,6 +239,12 @@ class Runner:
             points = spec.points if kind is Outcome.PASSED else 0
             tests.append(TestResult(spec.name, points, spec.points, problem, spec.visible, kind))
         self.discard(run)  # judged: the artefacts have served
+        if cells is not None and run.load_error is not None:
+            # A build that does not load scores zero for one reason, its own tests included.
+            kind = Outcome.GRADER_FAULT if run.load_fault else Outcome.NOT_LOADED
+            tests += zero_results(entry, run.load_error, kind)
+        elif cells is not None:
+            tests += grade_learner_tests(self, entry, suite, cells, root=root or repo_root())
         unfinished = [r for r in run.records.values() if r.status != "done"]
         status: SubmissionStatus
         if run.load_error is not None:
@@ -255,14 +272,27 @@ class Runner:
         tests = tuple(
             TestResult(t.name, 0, t.points, reason, t.visible, Outcome.NOT_LOADED)
             for t in entry.tests
-        )
+        ) + zero_results(entry, reason, Outcome.NOT_LOADED)
         return SubmissionResult(build, label, "error", reason, tests, time.perf_counter() - start)
 
     # -- probes --------------------------------------------------------------------------
 
-    def run_probes(self, source: str, suite: Suite) -> ProbeRun:
+    def run_probes(
+        self, source: str, suite: Suite, *, probe_seconds: float | None = None
+    ) -> ProbeRun:
         """Run every probe of `suite` on `source`; each record says what it saw or why not.
-        The worker's files are in ``run.artefacts`` until `discard` (or `close`)."""
+        The worker's files are in ``run.artefacts`` until `discard` (or `close`).
+        `probe_seconds`: this run's real-time limit per probe, instead of the runner's."""
+        if probe_seconds is None:
+            return self._run_probes(source, suite)
+        limits = self.limits
+        self.limits = dataclasses.replace(limits, probe_seconds=probe_seconds)
+        try:
+            return self._run_probes(source, suite)
+        finally:
+            self.limits = limits
+
+    def _run_probes(self, source: str, suite: Suite) -> ProbeRun:
         run = ProbeRun()
         start = time.perf_counter()
         scratch = Path(tempfile.mkdtemp(prefix=f"rit-{os.getpid()}-grade-", dir=SCRATCH_ROOT))
@@ -412,6 +442,10 @@ class Runner:
         end = JobEnd(fault=_fault("the grading server stopped answering"))
         try:
             end = self._watch(server, stream, results_r)
+        except BaseException:
+            # The job may still be in flight there: the next job must not read its end.
+            server.close()
+            raise
         finally:
             server.kill_leftovers()
             stream.drain(results_r)

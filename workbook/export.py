@@ -7,7 +7,9 @@ in its graded cells (stored outputs do not count). `exported_cells` compiles eac
 answer cell on its own, as a kernel does, so a ``from __future__`` line in a cell works.
 
 `export_source` writes them as one importable module (a cell's ``__future__`` imports also
-hoisted to the top, where Python wants them); `exported_sections` and `run_exported` take that
+hoisted to the top, where Python wants them); `export_tests` writes the `test` cells (the
+learner's own tests) as a module of their own, never part of the plain export or of `load`;
+`exported_sections` and `run_exported` take that
 text apart again and run it cell by cell, each compiled alone as in the kernel. `load`
 executes the cells as a fresh module. Self-checks, visible tests, grading, probes and mutants
 all come through here, so a notebook is read the same way everywhere. Exporting twice gives
@@ -37,12 +39,29 @@ from workbook.errors import ExportError
 from workbook.modules import execute, fresh_module, registered
 
 EXPORTED_TAGS = ("setup", "answer")
+TEST_TAG = "test"
 #: The cells whose code is graded: their sources together may hold `MAX_GRADED_BYTES`.
 GRADED_TAGS = ("setup", "answer", "test")
 #: A notebook file larger than this is refused unread (stored outputs make a file large, so
 #: this is generous); its graded cells may hold this much code, in UTF-8.
 MAX_FILE_BYTES = 64 * 2**20
 MAX_GRADED_BYTES = 16 * 2**20
+#: Graded cells over this many bytes in all are compiled in a child process, bounded in time
+#: and memory: a few MiB of pathological code (a comparison chain millions long) can take the
+#: compiler tens of seconds and gigabytes, which the grading process must not pay.
+COMPILE_HERE_BYTES = 512 * 2**10
+COMPILE_SECONDS, COMPILE_MEMORY = 10.0, 2**30
+_COMPILE_APART = """
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+for filename, source in json.loads(sys.stdin.read()):
+    try:
+        compile(source, filename, "exec", dont_inherit=True)
+    except BaseException as exc:
+        said = {"filename": filename, "error": type(exc).__name__, "detail": str(exc)[:300]}
+        print(json.dumps(said))
+        break
+"""
 _fresh = itertools.count(1)
 #: A cell's marker in the exported text: its number and tag, how many lines follow, and the
 #: ``__future__`` imports moved out of its first lines to the top of the module.
@@ -208,15 +227,30 @@ def exported_cells(path: str | Path) -> list[Cell]:
     """The setup and answer cells, each checked to compile on its own. Raises `ExportError`
     naming the notebook and the cell when there is no answer cell or a cell does not compile."""
     path = Path(path)
+    cells = _tagged(path, EXPORTED_TAGS)
+    if not any(c.tag == "answer" for c in cells):
+        raise ExportError(f"{path}: no cell tagged 'answer'")
+    return cells
+
+
+def test_cells(path: str | Path) -> list[Cell]:
+    """The cells tagged `test` (the learner's own tests), each checked to compile on its own;
+    none is an empty list. Never part of `export_source` or `load`."""
+    return _tagged(Path(path), (TEST_TAG,))
+
+
+def _tagged(path: Path, wanted: tuple[str, ...]) -> list[Cell]:
+    """The code cells carrying one of `wanted`, in order, each compiled alone: a cell that does
+    not compile raises `ExportError` naming the notebook and the cell."""
     cells = []
     for index, raw in enumerate(read_notebook(path)["cells"], start=1):
         if not isinstance(raw, dict) or raw.get("cell_type") != "code":
             continue
-        tags = [t for t in cell_tags(raw) if t in EXPORTED_TAGS]
+        tags = [t for t in cell_tags(raw) if t in wanted]
         if tags:
             cells.append(Cell(index=index, tag=tags[0], source=_newlines(cell_source(raw))))
-    if not any(c.tag == "answer" for c in cells):
-        raise ExportError(f"{path}: no cell tagged 'answer'")
+    if sum(len(c.source) for c in cells) > COMPILE_HERE_BYTES:
+        _compile_apart(path, cells)
     for cell in cells:
         try:
             compile(cell.source, _filename(path, cell), "exec", dont_inherit=True)
@@ -227,6 +261,39 @@ def exported_cells(path: str | Path) -> list[Cell]:
         except (ValueError, RecursionError, MemoryError) as exc:  # a null byte; too nested
             raise ExportError(f"{path}: {cell.label()}: {type(exc).__name__}: {exc}") from None
     return cells
+
+
+def _compile_apart(path: Path, cells: list[Cell]) -> None:
+    """Compile `cells` in a child interpreter first, within `COMPILE_SECONDS` and
+    `COMPILE_MEMORY`: `ExportError` when one does not compile there or the child runs out."""
+    import subprocess
+    import sys
+
+    script = _COMPILE_APART.replace("MEMORY", str(COMPILE_MEMORY))
+    sources = json.dumps([[_filename(path, c), c.source] for c in cells])
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", script],
+            input=sources,
+            capture_output=True,
+            text=True,
+            timeout=COMPILE_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise ExportError(
+            f"{path}: the graded cells did not compile within {COMPILE_SECONDS:g} s"
+        ) from None
+    said = done.stdout.strip()
+    if done.returncode != 0 and not said:
+        raise ExportError(f"{path}: the graded cells could not be compiled (out of memory?)")
+    if said:
+        failure = json.loads(said.splitlines()[-1])
+        if failure["error"] == "SyntaxError":
+            return  # found fast: compiled here again, for the message the kernel would give
+        cell = next(c for c in cells if _filename(path, c) == failure["filename"])
+        detail = failure["detail"] or f"more than {COMPILE_MEMORY // 2**20} MiB to compile"
+        raise ExportError(f"{path}: {cell.label()}: {failure['error']}: {detail}")
 
 
 def _newlines(source: str) -> str:
@@ -274,9 +341,46 @@ def export_source(path: str | Path) -> str:
     gives its number, tag and line count. A cell's ``from __future__`` imports are hoisted:
     replaced in place by ``(None)``, named in its marker, and gathered at the top."""
     path = Path(path)
+    header = (
+        f"# Exported from {_shown_name(path)} by `python -m workbook export`.\n"
+        "# Only the cells tagged `setup` and `answer`, in notebook order.\n"
+    )
+    return _module_text(exported_cells(path), header, "")
+
+
+def export_tests(path: str | Path) -> str:
+    """The notebook's `test` cells as one module (``python -m workbook export NB --tests``).
+
+    The module takes every seam from the module named ``submission`` (``from submission
+    import *``, its first statement): whoever runs it registers the answers under that name
+    first, as the grader's worker does with the code under test, or writes the plain export
+    to ``submission.py`` beside it (then ``pytest`` runs the tests). Exporting twice gives the
+    same text. Raises `ExportError` when there is no test cell or one does not compile."""
+    path = Path(path)
+    cells = test_cells(path)
+    if not cells:
+        raise ExportError(f"{path}: no cell tagged 'test'")
+    header = (
+        f"# Exported from {_shown_name(path)} by `python -m workbook export --tests`.\n"
+        "# Only the cells tagged `test`, in notebook order; the code they test comes from\n"
+        "# the answers module named `submission` (register it, or export it beside this).\n"
+    )
+    return _module_text(cells, header, TESTS_PREAMBLE)
+
+
+#: The first statement of `export_tests`'s module: every public name of the answers.
+TESTS_PREAMBLE = "from submission import *  # noqa: F403  (the code under test)\n"
+
+
+def _shown_name(path: Path) -> str:
+    # A file name with a line break in it must not end the comment and start code.
+    return path.name if path.name.isprintable() else ascii(path.name)
+
+
+def _module_text(cells: list[Cell], header: str, preamble: str) -> str:
     parts = []
     hoisted: list[ast.ImportFrom] = []
-    for cell in exported_cells(path):
+    for cell in cells:
         futures, body = _futures(cell.source)
         body = body.rstrip()
         count = body.count("\n") + 1
@@ -285,18 +389,12 @@ def export_source(path: str | Path) -> str:
             marker += f", hoisted: {_future_line(futures)}"
             hoisted += futures
         parts.append(f"\n{marker}\n{body}\n")
-    # A file name with a line break in it must not end the comment and start code.
-    name = path.name if path.name.isprintable() else ascii(path.name)
-    header = (
-        f"# Exported from {name} by `python -m workbook export`.\n"
-        "# Only the cells tagged `setup` and `answer`, in notebook order.\n"
-    )
     if hoisted:
         header += (
             "# A module takes __future__ imports first: hoisted here from the cells below.\n"
             f"{_future_line(hoisted)}\n"
         )
-    return header + "".join(parts)
+    return header + preamble + "".join(parts)
 
 
 def exported_sections(text: str) -> list[str]:

@@ -10,7 +10,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from workbook.errors import ManifestError
 
@@ -43,6 +43,8 @@ class LearnerTestSpec:
     gate: str
     max_examples: int = 25
     """Hypothesis examples per run, fixed so that a grade is the same on every run."""
+    visible: ClassVar[bool] = True
+    """The learner wrote it: it is never a hidden test."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,11 @@ class Entry:
     @property
     def graded(self) -> bool:
         return bool(self.tests)
+
+    @property
+    def every_test(self) -> tuple[TestSpec | LearnerTestSpec, ...]:
+        """The graded tests, then the learner tests: every line of the build's grade."""
+        return (*self.tests, *self.learner_tests)
 
     @property
     def max_points(self) -> int:

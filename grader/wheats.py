@@ -1,0 +1,318 @@
+"""Grading the learner's own tests by wheats and chaffs (Examplar's idea, for notebooks).
+
+Each ``[[notebook.learner_test]]`` of the manifest names a test the learner writes in a cell
+tagged ``test``, and the known bugs of the build's ``mutants.toml`` it should catch (one of
+them its *gate*: the "remove the key" bug of its seam). Its grade, decided here in the parent:
+
+1. not written (no ``def`` of that name in the test cells, or it raises NotImplementedError
+   on the reference): 0, *not done*;
+2. no assertion that can fail (nothing but ``assert True``, or none at all): 0;
+3. run against the *wheat*, the instructor's reference (the solution notebook's export, with
+   the reference seams of the earlier builds), it must pass, else 0: a test that rejects
+   correct code loses its points;
+4. run against each *chaff*, the reference with one bug of `catches` applied: the gate must
+   be caught, else 0; then each bug caught earns its share, ``points * caught // len(catches)``.
+
+Every run is a worker of its own (`grader.runner.Runner.run_probes` with the probe of
+`grader.wheatprobe`): the parent decides which variant a worker gets, and each worker runs one
+test on one variant, so a test can neither tell the wheat from a chaff by what ran before it nor
+carry anything from one run to the next. A worker's word is only "passed" or not; anything
+else (a crash, a hang, a forged result line) counts as *not passed*, which on the wheat costs
+the test and on a chaff earns nothing a failing run would not. Feedback names missed bugs by
+their `bug` line of ``mutants.toml``, never their code, and shows nothing the test printed or
+raised beyond the class of a builtin exception and a line number of the learner's own cells.
+Grading the same test cells twice gives the same points and messages.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from grader.judging import Judges
+from grader.results import Outcome, ProbeRecord, TestResult
+from grader.suites import Mutant, Suite, SuiteError
+from workbook.errors import WorkbookError
+from workbook.export import export_source, export_tests, test_cells
+from workbook.feedback import cut
+from workbook.manifest import Entry, LearnerTestSpec
+
+if TYPE_CHECKING:
+    from grader.runner import Runner
+
+#: The first line of an export names the notebook file: only a comment, so the same cells
+#: under another file name are the same submission (one cache entry).
+HEADER = re.compile(r"\A# Exported from .*")
+#: Real seconds one learner test may take on one variant (hypothesis included).
+TEST_SECONDS = 3.0
+WHEAT = "the reference"
+
+
+@dataclass(frozen=True)
+class TestCells:
+    """A submission's test cells as `workbook.export.export_tests` wrote them (`text`), or
+    why there are none to run (`problem`: no test cell, a cell that does not compile)."""
+
+    text: str | None
+    problem: str = ""
+
+
+def defined_tests(text: str | None) -> dict[str, ast.AST]:
+    """The top-level functions of the test cells, by name (no run needed to find them)."""
+    if text is None:
+        return {}
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    return {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+
+
+def can_fail(text: str, name: str) -> bool:
+    """Whether test `name`, or a helper of the test cells it names (transitively), holds an
+    assertion that can fail: an ``assert`` of something other than a constant, a ``raise``,
+    or a call of something called ``assert…``/``raises``/``fail`` (pytest's, unittest's)."""
+    defs = defined_tests(text)
+    todo, seen = [name], set()
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in defs:
+            continue
+        seen.add(current)
+        for node in ast.walk(defs[current]):
+            if isinstance(node, ast.Assert) and not isinstance(node.test, ast.Constant):
+                return True
+            if isinstance(node, ast.Raise):
+                return True
+            if isinstance(node, ast.Call) and _checks(node.func):
+                return True
+            if isinstance(node, ast.Name) and node.id in defs:
+                todo.append(node.id)
+    return False
+
+
+def _checks(func: ast.expr) -> bool:
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return called.startswith("assert") or called in ("raises", "fail")
+
+
+def without_assertions(text: str, name: str) -> str:
+    """Test cells with every ``assert`` of test `name` turned into its bare expression (its
+    side effects kept): the mutant of a learner test that validity requires to lose points."""
+    tree = ast.parse(text)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            _Unassert().visit(node)
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+class _Unassert(ast.NodeTransformer):
+    def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        return ast.copy_location(ast.Expr(node.test), node)
+
+
+@cache
+def reference_source(solution: Path) -> str:
+    """The reference of a build: its solution notebook's export (never shipped; read here)."""
+    return export_source(solution)
+
+
+def _probe_suite(build: str) -> Suite:
+    from grader import wheatprobe  # Hypothesis comes with it: imported only when needed
+
+    path = Path(wheatprobe.__file__)
+    return Suite(build, path.parent, path, wheatprobe.PROBES, Judges(), ())
+
+
+def grade_learner_tests(
+    runner: Runner,
+    entry: Entry,
+    suite: Suite,
+    cells: TestCells,
+    *,
+    root: Path,
+    vacuity_check: bool = True,
+) -> list[TestResult]:
+    """One `TestResult` per learner test of `entry`, in manifest order (see the module)."""
+    if not entry.learner_tests:
+        return []
+    try:
+        if entry.solution is None:
+            raise WorkbookError(f"notebook {entry.number} names no solution to test against")
+        reference = reference_source(root / entry.solution)
+    except WorkbookError as exc:
+        return [
+            _result(s, 0, f"grader error: the reference: {exc}", Outcome.GRADER_FAULT)
+            for s in entry.learner_tests
+        ]
+    mutants = {m.name: m for m in suite.mutants}
+    probes = _probe_suite(entry.number)
+    results = []
+    for spec in entry.learner_tests:
+        grade = _Grade(runner, probes, spec, cells, reference, mutants)
+        results.append(grade.result(vacuity_check))
+    return results
+
+
+def _result(spec: LearnerTestSpec, points: int, message: str, kind: Outcome) -> TestResult:
+    return TestResult(spec.name, points, spec.points, message, True, kind)
+
+
+class _Grade:
+    """One learner test's way to its points."""
+
+    def __init__(
+        self,
+        runner: Runner,
+        probes: Suite,
+        spec: LearnerTestSpec,
+        cells: TestCells,
+        reference: str,
+        mutants: dict[str, Mutant],
+    ) -> None:
+        self.runner, self.probes, self.spec = runner, probes, spec
+        self.cells, self.reference, self.mutants = cells, reference, mutants
+
+    def result(self, vacuity_check: bool) -> TestResult:
+        spec, text = self.spec, self.cells.text
+        if text is None or spec.name not in defined_tests(text):
+            why = self.cells.problem if self.cells.problem else "no test cell"
+            return _result(
+                spec,
+                0,
+                f"not written: no `def {spec.name}` in a cell tagged test ({why})",
+                Outcome.NOT_DONE,
+            )
+        if vacuity_check and not can_fail(text, spec.name):
+            return _result(
+                spec,
+                0,
+                f"{spec.name} asserts nothing that can fail: it passes whatever the"
+                " code does, so it catches no bug",
+                Outcome.WRONG,
+            )
+        wheat = self._run(self.reference)
+        if wheat.get("status") == "load failed":
+            fault = f"grader error: the reference did not load: {cut(str(wheat.get('error')))}"
+            return _result(spec, 0, fault, Outcome.GRADER_FAULT)
+        if wheat.get("passed") is not True:
+            return self._rejects_correct_code(wheat)
+        missed = []
+        for bug in [spec.gate, *[b for b in spec.catches if b != spec.gate]]:
+            mutant = self.mutants.get(bug)
+            if mutant is None:
+                fault = f"grader error: no known bug {bug!r} in the build's mutants.toml"
+                return _result(spec, 0, fault, Outcome.GRADER_FAULT)
+            try:
+                chaff = mutant.apply(self.reference)
+            except SuiteError as exc:
+                return _result(spec, 0, f"grader error: {cut(str(exc))}", Outcome.GRADER_FAULT)
+            ran = self._run(chaff)
+            if ran.get("status") == "load failed":  # a known bug must load: ours to fix
+                fault = f"grader error: the known bug {bug} does not load"
+                return _result(spec, 0, fault, Outcome.GRADER_FAULT)
+            if ran.get("passed") is True:
+                missed.append(mutant)
+                if bug == spec.gate:  # nothing else counts: stop here
+                    return _result(
+                        spec,
+                        0,
+                        f"passes on the reference, but it still passes when"
+                        f" {_words(mutant)}: the bug it must catch first. Remove that on"
+                        " purpose, once, in your own code, and make the test fail.",
+                        Outcome.WRONG,
+                    )
+        caught = len(spec.catches) - len(missed)
+        points = spec.points * caught // len(spec.catches)
+        if not missed:
+            return _result(spec, points, "", Outcome.PASSED)
+        lines = [
+            f"passes on the reference and catches {caught} of {len(spec.catches)} known"
+            " bugs; it still passes when:"
+        ]
+        lines += [f"- {_words(m)}" for m in missed]
+        return _result(spec, points, "\n".join(lines), Outcome.WRONG)
+
+    def _rejects_correct_code(self, wheat: dict[str, Any]) -> TestResult:
+        spec = self.spec
+        if wheat.get("not_written") is True:
+            return _result(spec, 0, f"{spec.name} is not written yet", Outcome.NOT_DONE)
+        if wheat.get("status") in ("timeout", "crashed", "void", "not run"):
+            what = {
+                "timeout": f"did not finish within {TEST_SECONDS:g} s",
+                "crashed": "ended its process",
+                "void": "wrote to the grader's results channel",
+                "not run": "was not run (time budget used up)",
+            }[str(wheat["status"])]
+            why = f"on a correct implementation it {what}"
+        elif wheat.get("loaded") is False:
+            why = f"your test cells raised {_raised(wheat)} when they ran"
+        else:
+            why = f"it fails on a correct implementation: {_raised(wheat)}"
+        return _result(
+            spec,
+            0,
+            f"{why}. A test that rejects correct code earns nothing: check what it"
+            " expects against the step's contract.",
+            Outcome.WRONG,
+        )
+
+    def _run(self, source: str) -> dict[str, Any]:
+        """What one fresh worker says of the test on `source`: its report, or the status of
+        a probe that did not finish (``{"status": ...}``, never passed)."""
+        from grader.wheatprobe import JOB
+
+        job = {
+            "name": self.spec.name,
+            "text": self.cells.text,
+            "max_examples": self.spec.max_examples,
+        }
+        variant = f"{source}\n{JOB} = {job!r}\n"
+        run = self.runner.run_probes(variant, self.probes, probe_seconds=TEST_SECONDS)
+        self.runner.discard(run)
+        record: ProbeRecord | None = run.records.get("learner_test")
+        if run.load_error is not None:
+            return {"status": "load failed", "error": run.load_error}
+        if record is None or record.status != "done" or type(record.obs) is not dict:
+            return {"status": record.status if record else "not run"}
+        report: dict[str, Any] = record.obs
+        return report
+
+
+def _raised(report: dict[str, Any]) -> str:
+    kind = report.get("raised")
+    shown = kind if type(kind) is str and kind.isidentifier() else "an exception of its own"
+    line = report.get("line")
+    where = f" at line {line} of the exported test cells" if type(line) is int else ""
+    return cut(f"raised {shown}{where}", 200)
+
+
+def _words(mutant: Mutant) -> str:
+    """A known bug as feedback names it: its one line of ``mutants.toml``, in words."""
+    return cut(mutant.bug, 300)
+
+
+def read_test_cells(notebook: str | Path) -> TestCells:
+    """The notebook's test cells, exported; a notebook with none, or whose test cells do not
+    compile, gives `TestCells` without text and the reason (its answers still count)."""
+    try:
+        if not test_cells(notebook):
+            return TestCells(None, "no cell tagged test")
+        return TestCells(HEADER.sub("# Exported", export_tests(notebook), count=1))
+    except WorkbookError as exc:
+        return TestCells(None, str(exc))
+    except Exception as exc:  # a notebook crafted to break the exporter breaks only itself
+        return TestCells(None, f"cannot be read: {type(exc).__name__}")
+
+
+def zero_results(entry: Entry, reason: str, kind: Outcome) -> tuple[TestResult, ...]:
+    """Every learner test of `entry` at zero for one reason (its notebook was not read)."""
+    return tuple(_result(spec, 0, reason, kind) for spec in entry.learner_tests)
