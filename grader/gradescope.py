@@ -2,15 +2,18 @@
 
 `build_bundle(out)` writes ``OUT/autograder.zip``: ``setup.sh`` and ``run_autograder`` at its
 top, then the grader, the hidden suites and reference seams (``tests/hidden``), the manifest,
-``etl``, ``workbook``, the exercises (the stubs, so an untouched one is known) and the
-learner's requirements (`grader.classroom.learner_requirements`). No solution is in it: grading
-never needs one. The same repository gives the same bytes.
+``etl``, ``workbook``, the exercises (the stubs, so an untouched one is known), the solutions
+(the reference a learner's own tests must pass on: `grader.wheats`) and the learner's
+requirements (`grader.classroom.learner_requirements`). The same repository gives the same
+bytes. The bundle is the instructor's: it holds what a learner must never read, which is why
+the learner's code is walled in wherever the container allows it.
 
 Gradescope unzips the bundle into ``/autograder/source``, runs ``setup.sh`` once while it builds
 the image, then ``run_autograder`` once per submission in a fresh container. That runs
 ``python -m grader.gradescope run``: the submission (``$AUTOGRADER_ROOT/submission``, default
-``/autograder``) is graded as a class of one by `grader.batch.grade_class`, in ``WALLS=container``
-mode (the container is the disposable outer wall), and ``results/results.json`` is written in
+``/autograder``) is graded as a class of one by `grader.batch.grade_class`, behind bubblewrap's
+walls where the container lets them rise, else in ``WALLS=container`` mode (the container is
+then the only wall), and ``results/results.json`` is written in
 Gradescope's format: the total as ``score``, one test per graded test of the manifest (visible
 ones ``visible``, hidden ones ``after_published``, so a learner sees them only once grades are
 published), the submission-wide ``output``, ``visibility``, ``stdout_visibility`` (hidden: the
@@ -47,6 +50,7 @@ BUNDLE = (
     "tests/__init__.py",
     "tests/hidden",
     "exercises",
+    "solutions",
     "workbook.toml",
     "pyproject.toml",
     "LICENSE",
@@ -54,7 +58,8 @@ BUNDLE = (
 #: Never bundled from those folders: caches, checkpoints, backups, anything hidden.
 SKIPPED_PARTS = frozenset({"__pycache__", "node_modules"})
 DEFAULT_ROOT = "/autograder"
-#: The walls mode a container gives: one submission per disposable container.
+#: The walls mode a container gives: one submission per disposable container. Used only where
+#: bubblewrap cannot raise its walls inside the container (`walls_here`).
 WALLS: WallsMode = "container"
 #: How much of one test's message Gradescope shows.
 OUTPUT_CHARS = 4000
@@ -125,6 +130,16 @@ def build_bundle(out: Path, root: Path | None = None) -> Path:
 # At run time, inside Gradescope's container.
 
 
+def walls_here() -> WallsMode:
+    """``bwrap`` when bubblewrap can raise its walls in this container (setup.sh installs it),
+    else ``container``. The container is disposable, but without walls the learner's code
+    shares it with the hidden tests and the results folder; walls keep those out of reach
+    wherever the container's seccomp and AppArmor profiles allow new namespaces."""
+    from grader import sandbox
+
+    return "bwrap" if sandbox.walls_problem(sys.executable) is None else WALLS
+
+
 def grade_submission(submission: Path, out: Path, walls: WallsMode = WALLS) -> ClassReport:
     """Grade `submission` (one learner's files) as a class of one into `out`."""
     from grader.batch import grade_class
@@ -140,7 +155,7 @@ def results(report: ClassReport, seconds: float) -> dict[str, Any]:
     tests = []
     seen = seen_max = 0
     for build in learner.builds:
-        hints = {t.name: t.hint for t in build.entry.tests}
+        hints = {t.name: t.hint for t in build.entry.every_test}
         for i, test in enumerate(build.result.tests, start=1):
             output = ""
             if not test.passed:
@@ -204,7 +219,11 @@ def run(root: Path) -> int:
             submission = root / "submission"
             if not submission.is_dir():
                 submission.mkdir(parents=True)
-            data = results(grade_submission(submission, Path(tmp)), time.perf_counter() - start)
+            walls = walls_here()
+            print(f"walls: {walls}")
+            graded = grade_submission(submission, Path(tmp), walls)
+            data = results(graded, time.perf_counter() - start)
+            data["extra_data"]["walls"] = walls
         except Exception as exc:  # the learner still gets a valid page that says what happened
             traceback.print_exc(file=sys.stdout)
             data = failed(f"{type(exc).__name__}: {exc}", time.perf_counter() - start)

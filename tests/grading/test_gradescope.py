@@ -110,9 +110,10 @@ def test_the_bundle_has_its_scripts_on_top_and_the_grader_inside(bundle: Path) -
         "etl/__init__.py",
         "workbook/__init__.py",
         MANIFEST.entry("03").path,
+        str(MANIFEST.entry("03").solution),  # the reference the learner's own tests run on
     ):
         assert needed in names, needed
-    assert not [n for n in names if n.startswith(("solutions/", ".git/", "notebooks/"))]
+    assert not [n for n in names if n.startswith((".git/", "notebooks/"))]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert "playwright" not in requirements and requirements.rstrip().endswith("-e .")
 
@@ -175,7 +176,7 @@ def test_run_autograder_writes_results_gradescope_accepts(bundle: Path, tmp_path
     graded = [
         e for e in MANIFEST.graded if (ROOT / "tests" / "hidden" / f"build{e.number}").is_dir()
     ]
-    specs = {f"{e.number} {t.name}": t for e in graded for t in e.tests}
+    specs = {f"{e.number} {t.name}": t for e in graded for t in e.every_test}
     assert [t["name"] for t in data["tests"]] == list(specs)
     assert (
         data["score"] == MANIFEST.entry("03").max_points == sum(t["score"] for t in data["tests"])
@@ -191,6 +192,8 @@ def test_run_autograder_writes_results_gradescope_accepts(bundle: Path, tmp_path
     assert hidden and data["stdout_visibility"] == "hidden"
     assert not [t for t in hidden if t["name"].split(" ", 1)[1] in data["output"]]
     assert "07: not submitted" in data["output"]
+    # Bubblewrap runs here, so the learner's code was walled in inside the container too.
+    assert data["extra_data"]["walls"] == "bwrap"
 
 
 def test_a_grading_that_fails_still_gives_valid_results() -> None:
