@@ -26,20 +26,20 @@ $(STAMP): requirements.txt pyproject.toml
 	@$(PY) -m pip install --quiet --quiet --disable-pip-version-check -r requirements.txt
 	@touch $(STAMP)
 
-lab: $(STAMP) ## Open JupyterLab on the first notebook
+lab: $(STAMP) ## Start JupyterLab (or reuse this repo's running one) and print its URL, on your next notebook
 	@$(PY) -m workbook lab
 
-check: $(STAMP) ## Run every test (BUILD=03: one build; SUBMISSIONS=dir grades a class into OUT=grades/)
+check: $(STAMP) ## Prove the workbook sound (BUILD=03: one build; SUBMISSIONS=dir grades a class into OUT=grades/)
 	@$(PY) -m $(CHECKER) $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)" --out "$(OUT)" $(GRADING)) $(if $(BUILD),--build "$(BUILD)")
 
-progress: $(STAMP) ## Show how many checks of each build pass, and what to do next
+progress: $(STAMP) ## Per build, how many checks pass in your saved notebooks, and what to do next
 	@$(PY) -m workbook progress
 
 reset: $(STAMP) ## Restore one build's stubs, keeping a backup of yours (BUILD=03)
 	@$(PY) -m workbook reset $(BUILD)
 
 clean: ## Remove the venv, caches and generated outputs
-	rm -rf $(VENV) build grades artifacts release *.egg-info .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) build grades artifacts release *.egg-info .pytest_cache .ruff_cache .mypy_cache .progress
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
 
@@ -62,6 +62,11 @@ format: $(STAMP) ## Reformat code and notebooks with ruff
 
 release: $(STAMP) ## Build the learner copy into OUT=release/ and prove nothing leaked
 	@$(PY) -m grader.release --out "$(if $(filter command line,$(origin OUT)),$(OUT),release)"
+
+.PHONY: mutate
+# Minutes, not seconds: `make check` runs only the named mutants (validity); this is the rest.
+mutate: $(STAMP) ## Mutation-test the hidden suites: grade every generic mutant of each solution (BUILD=03: one)
+	@$(PY) -m grader.suitemutants $(BUILD)
 
 .PHONY: autograder
 autograder: $(STAMP) ## Write the Gradescope autograder bundle OUT=autograder/autograder.zip

@@ -1,4 +1,4 @@
-"""Command line: ``python -m workbook export NB [-o FILE]``, ``progress``, ``first``."""
+"""Command line: ``python -m workbook export NB [--tests] [-o FILE]``, ``progress``, ``first``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from workbook.errors import WorkbookError
-from workbook.export import export_source
+from workbook.export import export_source, export_tests
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,15 +16,26 @@ def main(argv: list[str] | None = None) -> int:
     export = commands.add_parser("export", help="write a notebook's setup and answer cells")
     export.add_argument("notebook", type=Path)
     export.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
-    commands.add_parser("progress", help="how far along the arc you are, and what is next")
+    export.add_argument(
+        "--tests",
+        action="store_true",
+        help="write the cells tagged test instead, as a module that imports `submission`",
+    )
+    commands.add_parser(
+        "progress", help="per build, how many checks your saved notebooks pass, and what is next"
+    )
     commands.add_parser("first", help="print the first notebook of the arc that exists")
-    commands.add_parser("lab", help="open JupyterLab on the first notebook of the arc")
+    commands.add_parser(
+        "lab",
+        help="start JupyterLab on the notebook after your last finished build (or reuse this"
+        " repository's running server) and print its URL",
+    )
     reset_cmd = commands.add_parser("reset", help="restore a build's stubs (yours are backed up)")
     reset_cmd.add_argument("build", nargs="?", help="the build's number, e.g. 03")
     args = parser.parse_args(argv)
     try:
         if args.command == "export":
-            text = export_source(args.notebook)
+            text = (export_tests if args.tests else export_source)(args.notebook)
             if args.output:
                 args.output.write_text(text, encoding="utf-8")
             else:

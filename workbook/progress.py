@@ -6,30 +6,47 @@ checks, and changes nothing: running it twice on the same notebooks prints the s
 Whatever the learner's cells print is kept out of the report, and a build whose code never
 returns is stopped after `BUILD_SECONDS` and reported as such instead of hanging the command.
 A name the answer cells use but only an untagged cell defines is named, as the self-check does.
+
+Each build's report is kept in `CACHE_DIR` under the content id of everything that can change it
+(`report_key`: the build's code cells, the setup and answer cells of the earlier builds it may
+load, the `workbook` and `etl` code, the manifest, the interpreter), so a repeat on unchanged
+notebooks prints the same report without running a check; any edit, saved, runs them again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import importlib.util
 import io
+import json
+import os
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from workbook.checks import CheckResult
 from workbook.errors import WorkbookError
-from workbook.export import cell_source, cell_tags, load, read_notebook
-from workbook.manifest import Entry, Manifest, load_manifest
+from workbook.export import EXPORTED_TAGS, cell_source, cell_tags, load, read_notebook
+from workbook.manifest import Entry, Manifest, load_manifest, repo_root
 from workbook.selfcheck import MARKS, checks_for, hints_for, untagged_helpers
 
 #: Real seconds one build's loading and checks may take before it is reported as stuck.
 BUILD_SECONDS = 20
 BAR_WIDTH = 20
+#: Where the reports are kept, in the repo root (git-ignored; `make clean` removes it).
+CACHE_DIR = ".progress"
+#: Bumped when what a cached report holds changes, so older files are never read as new.
+CACHE_FORMAT = "1"
+#: How recently changed a file must be for `_by_stat` to read it again whatever its stamp.
+RACY_NS = 2_000_000_000
 
 
 class TimeUp(BaseException):
@@ -64,6 +81,8 @@ class BuildReport:
     detail: str = ""
     notes: tuple[str, ...] = ()
     """Names the answer cells use that only an untagged cell defines (`untagged_helpers`)."""
+    total: int = 0
+    """How many visible checks the build has (kept, so a cached report needs no checks)."""
 
     @property
     def passed(self) -> int:
@@ -105,29 +124,171 @@ def tracked_builds(manifest: Manifest) -> list[Entry]:
     ]
 
 
-def build_report(manifest: Manifest, entry: Entry) -> BuildReport:
+def build_report(manifest: Manifest, entry: Entry, *, cached: bool = True) -> BuildReport:
     """Load one build through the export path and run its visible checks, quietly and
-    within `BUILD_SECONDS`: a notebook that does not load or never finishes is reported."""
+    within `BUILD_SECONDS`: a notebook that does not load or never finishes is reported.
+    With `cached`, a report kept under the same `report_key` is returned instead of
+    re-running; a fresh report is kept (except "never finished": a busy machine can cause it).
+    """
+    key = report_key(manifest, entry) if cached else None
+    if key is not None and (kept := _read_kept(manifest, entry, key)) is not None:
+        return kept
+    report = _checked(manifest, entry)
+    if key is not None and report.problem != "never finished":
+        _keep(manifest, entry, key, report)
+    return report
+
+
+def _checked(manifest: Manifest, entry: Entry) -> BuildReport:
     checks = checks_for(entry.number)
     path = manifest.root / entry.path
+    total = len(checks.names)
     # The learner's prints would scramble the report: keep them out of it.
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
             with time_limit(BUILD_SECONDS):
                 module = load(path)
-                report = BuildReport(entry, tuple(checks.run(module)))
+                report = BuildReport(entry, tuple(checks.run(module)), total=total)
         except WorkbookError as exc:
-            report = BuildReport(entry, problem="does not load", detail=str(exc))
+            report = BuildReport(entry, problem="does not load", detail=str(exc), total=total)
         except TimeUp:
             return BuildReport(
                 entry,
                 problem="never finished",
                 detail=f"still running after {BUILD_SECONDS} s: does a loop in your answers"
                 " never end?",
+                total=total,
             )
     if report.done:
         return report
     return dataclasses.replace(report, notes=tuple(_untagged(path)))
+
+
+# ───────────────────────────────────────────────── kept reports
+
+
+_MEMO: dict[tuple[str, str], tuple[tuple[int, int, int], Any]] = {}
+"""What `_by_stat` computed from a file, with the file's (inode, size, mtime) then."""
+
+
+def _by_stat(path: Path, what: str, compute: Callable[[Path], Any]) -> Any:
+    """``compute(path)``, computed again only once the file's inode, size or mtime change:
+    one `make progress` reads each file once, not once per build. A file changed in the last
+    `RACY_NS` is always read again: an edit that fast can leave size and mtime as they were
+    (file times tick in milliseconds), as git's "racy" index entries show."""
+    info = path.stat()
+    stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
+    memo = _MEMO.get((str(path), what))
+    if memo is not None and memo[0] == stamp and time.time_ns() - info.st_mtime_ns > RACY_NS:
+        return memo[1]
+    value = compute(path)
+    _MEMO[(str(path), what)] = (stamp, value)
+    return value
+
+
+def _cells_text(path: Path, tags: tuple[str, ...] | None) -> list[list[object]]:
+    """Each code cell of `path` (only those tagged one of `tags`, unless None) as its tags and
+    source: what a report can depend on, never outputs or metadata."""
+    cells = _by_stat(path, "cells", lambda p: read_notebook(p)["cells"])
+    return [
+        [cell_tags(cell), cell_source(cell)]
+        for cell in cells
+        if cell.get("cell_type") == "code" and (tags is None or set(tags) & set(cell_tags(cell)))
+    ]
+
+
+def _code_files() -> list[list[str]]:
+    """(path, content id) of every file of the `workbook` and `etl` packages (checks, the
+    fixture data, the export path) and of the manifest and requirements."""
+    root = repo_root()
+    files = [root / "workbook.toml", root / "requirements.txt"]
+    for package in ("workbook", "etl"):
+        files.extend(f for f in sorted((root / package).rglob("*")) if "__pycache__" not in f.parts)
+    return [
+        [str(f.relative_to(root)), _by_stat(f, "sha256", _sha256)] for f in files if f.is_file()
+    ]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def report_key(manifest: Manifest, entry: Entry) -> str | None:
+    """The content id of everything `entry`'s report depends on, or None when a notebook
+    cannot be read (the checks then say why, uncached). Earlier builds of the same folder
+    count by their setup and answer cells: a later build's setup cell may load them."""
+    path = manifest.root / entry.path
+    earlier = [
+        e
+        for e in manifest.entries[: manifest.entries.index(entry)]
+        if e.kind in ("build", "quiz") and (manifest.root / e.path).parent == path.parent
+    ]
+    try:
+        parts = {
+            "format": CACHE_FORMAT,
+            "python": sys.version,
+            "build": [entry.number, entry.path, _cells_text(path, None)],
+            "earlier": [
+                [e.number, _cells_text(manifest.root / e.path, EXPORTED_TAGS)]
+                for e in earlier
+                if (manifest.root / e.path).is_file()
+            ],
+            "code": _code_files(),
+        }
+    except (OSError, WorkbookError):
+        return None
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(b"progress\x00" + text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _kept_path(manifest: Manifest, entry: Entry, key: str) -> Path:
+    return manifest.root / CACHE_DIR / f"{entry.number}-{key}.json"
+
+
+def _read_kept(manifest: Manifest, entry: Entry, key: str) -> BuildReport | None:
+    """The report kept under `key`, or None (none kept, or unreadable: it is re-run)."""
+    try:
+        data = json.loads(_kept_path(manifest, entry, key).read_text(encoding="utf-8"))
+        return BuildReport(
+            entry,
+            tuple(CheckResult(**r) for r in data["results"]),
+            data["problem"],
+            data["detail"],
+            tuple(data["notes"]),
+            data["total"],
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _keep(manifest: Manifest, entry: Entry, key: str, report: BuildReport) -> None:
+    """Write `report` under `key`, atomically, and drop the build's older reports; where the
+    folder cannot be written, nothing is kept (the next run checks again)."""
+    target = _kept_path(manifest, entry, key)
+    data = {
+        "results": [dataclasses.asdict(r) for r in report.results],
+        "problem": report.problem,
+        "detail": report.detail,
+        "notes": list(report.notes),
+        "total": report.total,
+    }
+    try:
+        target.parent.mkdir(exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, ensure_ascii=False)
+        os.replace(temp, target)  # a reader sees the old file or the whole new one
+        for older in target.parent.glob(f"{entry.number}-*.json"):
+            if older != target:
+                older.unlink(missing_ok=True)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)  # gone already once replaced
 
 
 def _untagged(path: Path) -> list[str]:
@@ -157,7 +318,7 @@ def progress_text(reports: Sequence[BuildReport]) -> str:
     """The report `make progress` prints: what it read, a bar per build, then what is next."""
     lines = [saved_note(reports), ""]
     for report in reports:
-        entry, total = report.entry, len(checks_for(report.entry.number).names)
+        entry, total = report.entry, report.total or len(report.results)
         finished = "answered" if entry.kind == "quiz" else "done"
         status = report.problem or (finished if report.done else f"{report.passed} of {total}")
         lines.append(f"{entry.number}  {entry.title:<42} {bar(report.passed, total)} {status}")

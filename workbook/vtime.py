@@ -11,12 +11,22 @@ so there they drive the virtual loop in a worker thread. Each call gets a fresh 
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
-import looptime
+if "pytest" in sys.modules:
+    import looptime
+else:
+    # looptime imports pytest (about 0.4 s) only to define a fixture nothing here uses: outside
+    # a pytest run, hide pytest for that import so `make progress` and a kernel start fast.
+    sys.modules["pytest"] = None  # type: ignore[assignment]
+    try:
+        import looptime
+    finally:
+        del sys.modules["pytest"]
 
 T = TypeVar("T")
 

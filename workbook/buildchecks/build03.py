@@ -2,14 +2,11 @@
 and a check for every known bug of the hidden suite and every Predict answer of the notebook.
 
 Each check takes the learner's namespace (the kernel's globals, or the module exported from the
-notebook) and, when something is off, says the call it made, what came back and what it
-expected. Checks keep no state between runs, build their own inputs, and never trust the
-learner's `Row`: running one twice gives the same verdict. The async ones run on virtual time,
-so a 5 s Retry-After costs microseconds. The scenarios run through `scripted_harness`, on inputs
-of their own (the hidden tests keep others).
-
-Expected values here are published vectors, literals written out by hand, or plain properties,
-never a reference implementation: this module ships to learners.
+notebook) and, when something is off, says the call, what came back and what was expected. A
+check keeps no state and builds its own inputs (the hidden tests keep others; the scenarios go
+through `scripted_harness`): running one twice gives the same verdict. Async ones run on virtual
+time, so a 5 s Retry-After costs microseconds. Expected values are published vectors, literals
+written out by hand, or plain properties, never a reference implementation: this ships to learners.
 """
 
 from __future__ import annotations
@@ -36,15 +33,7 @@ from workbook.buildchecks.scripted_harness import (
     loop_time,
     policy_text,
 )
-from workbook.checks import (
-    Checks,
-    Said,
-    expect,
-    expect_equal,
-    expect_raises,
-    outcome,
-    outcome_of,
-)
+from workbook.checks import Checks, Said, expect, expect_equal, expect_raises, outcome, outcome_of
 from workbook.learnertests import Sabotage
 
 CHECKS = Checks("03")
@@ -62,7 +51,14 @@ class Row:
 
 # ───────────────────────────────────────────────────────── step 0: fnv1a_64
 
-FNV_VECTORS = (("", "cbf29ce484222325"), ("a", "af63dc4c8601ec8c"), ("foobar", "85944171f73967e8"))
+FNV_VECTORS = (
+    ("", "cbf29ce484222325"),
+    ("a", "af63dc4c8601ec8c"),
+    ("foobar", "85944171f73967e8"),
+    # Digests that start with a 0: hex(h)[2:] drops it and comes out 15 digits long.
+    ("page", "038b2a0deba58916"),
+    ("offset", "0268b0f8129435ca"),
+)
 #: What FNV-1 (multiply, then XOR) gives for the same inputs: the usual slip.
 FNV1_DIGESTS = {"af63bd4c8601b7be", "340d8765a4dda9c2"}
 
@@ -440,6 +436,13 @@ async def bugs_and_cancellation_pass_through(ns: Any) -> None:
 JITTER_DRAWS = 200
 
 
+class Quarter(random.Random):
+    """An rng whose every draw is 0.25: ``uniform(a, b)`` gives ``a + (b - a) / 4``."""
+
+    def random(self) -> float:
+        return 0.25
+
+
 @CHECKS.add(step="jitter")
 def full_jitter_stays_within_bounds(ns: Any) -> None:
     policy = ns.RetryPolicy(jitter="full")
@@ -491,6 +494,15 @@ def full_jitter_stays_within_bounds(ns: Any) -> None:
         again,
         f"the same waits both times: {first}",
         note="Draw from the rng you are given (rng.uniform), not from the random module.",
+    )
+    quarter = ns.backoff_delay(policy, 4, rng=Quarter())
+    expect(
+        isinstance(quarter, float) and abs(quarter - 0.4) < 1e-9,
+        'backoff_delay(RetryPolicy(jitter="full"), 4, rng), an rng whose every random() is 0.25',
+        quarter,
+        "0.4: rng.uniform(0.0, 1.6) with that rng, a quarter of the way up from 0",
+        note="Draw rng.uniform(0.0, ceiling), low bound first: uniform(ceiling, 0.0) is as well"
+        " spread, but gives other waits for the same seed than the spec's draw.",
     )
     plain = ns.backoff_delay(ns.RetryPolicy(), 3, rng=random.Random(7))
     expect_equal(

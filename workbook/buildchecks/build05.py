@@ -5,9 +5,10 @@ Each check takes the learner's namespace (the kernel's globals, or the module ex
 notebook) and, when something is off, says the call it made, what came back and what it
 expected. The source and ingest checks talk to the fixture server in-process, through
 ``httpx.ASGITransport``, on virtual time (`http_harness`): a 5 s Retry-After or a 10 s page
-deadline costs microseconds. Every check builds its own server, client and temporary file, and
-keeps nothing: running one twice gives the same verdict. Two move the process's time zone
-5.5 h from UTC for the length of one call, then put it back.
+deadline costs microseconds. Step 3's checks live in `build05_source`, registered here in the
+notebook's order. Every check builds its own server, client and temporary file, and keeps
+nothing: running one twice gives the same verdict. Three move the process's time zone 5.5 h
+from UTC for the length of one call, then put it back.
 
 Expected values here are plain properties (the fixture's own launches, waits from the policy's
 formula), never a reference implementation: this module ships to learners.
@@ -15,8 +16,8 @@ formula), never a reference implementation: this module ships to learners.
 
 from __future__ import annotations
 
-import asyncio
 import functools
+import inspect
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,7 +26,9 @@ from typing import Any
 import httpx
 
 from etl import EtlError, HttpStatus, ParseError, RateLimited, launch_results, read_jsonl
-from etl.server import Fault, FixtureApp, http_date
+from etl.server import Fault, http_date
+from etl.server.dates import DateForm
+from workbook.buildchecks.build05_source import LAUNCHES, PAGED, SOURCE, listing
 from workbook.buildchecks.http_harness import (
     LISTING,
     NOW,
@@ -33,20 +36,14 @@ from workbook.buildchecks.http_harness import (
     away_from_utc,
     counts,
     describe_error,
-    expect_every_launch,
-    expect_stopped,
     ingest_once,
-    read_all,
     report_of,
-    requests_for,
     response,
 )
 from workbook.checks import Checks, Said, expect, expect_equal, outcome
 from workbook.learnertests import Sabotage
 
 CHECKS = Checks("05")
-#: Real seconds a check may take: on virtual time its waits cost microseconds.
-SOURCE_REAL_SECONDS = 1.0
 
 
 # ───────────────────────────────────────────────────────── step 1: parse_retry_after
@@ -127,21 +124,34 @@ def malformed_retry_after_is_none(ns: Any) -> None:
         )
 
 
+ZONE_NOTE = (
+    "Every HTTP-date is UTC: make a naive one aware with .replace(tzinfo=UTC), never"
+    " .astimezone(UTC), which reads it as the machine's local time."
+)
+NAIVE_NOW_NOTE = (
+    "A naive now is UTC too: if now.tzinfo is None, now = now.replace(tzinfo=UTC); aware minus"
+    " naive raises TypeError, which with_retry lets through."
+)
+
+
 @CHECKS.add(step="retry_after")
 def retry_after_dates_ignore_the_local_zone(ns: Any) -> None:
     now = datetime(2025, 7, 14, 8, 30, 0, tzinfo=UTC)
-    for form in ("imf", "rfc850", "asctime"):
-        value = http_date(now + timedelta(seconds=45), form)
+    forms: tuple[DateForm, ...] = ("imf", "rfc850", "asctime")
+    cases = [(now, 45, form, ZONE_NOTE) for form in forms]
+    cases.append((now.replace(tzinfo=None), 75, "imf", NAIVE_NOW_NOTE))
+    for at, seconds, form, note in cases:
+        value = http_date(now + timedelta(seconds=seconds), form)
         with away_from_utc():
-            ok, got = outcome(functools.partial(ns.parse_retry_after, value, now))
+            ok, got = outcome(functools.partial(ns.parse_retry_after, value, at))
+        shown = ", tzinfo=UTC)" if at.tzinfo else ") (naive: UTC)"
         expect(
-            ok and type(got) is float and got == 45.0,
-            f"parse_retry_after({value!r}, now), now = datetime(2025, 7, 14, 8, 30, 0,"
-            " tzinfo=UTC), on a machine whose local time is 5.5 h ahead of UTC",
+            ok and type(got) is float and got == float(seconds),
+            f"parse_retry_after({value!r}, now), now = datetime(2025, 7, 14, 8, 30, 0{shown},"
+            " on a machine whose local time is 5.5 h ahead of UTC",
             Said.of(ok, got),
-            "returned 45.0, whatever the machine's time zone",
-            note="Every HTTP-date is UTC: make a naive one aware with .replace(tzinfo=UTC), never"
-            " .astimezone(UTC), which reads it as the machine's local time.",
+            f"returned {float(seconds)}, whatever the machine's time zone",
+            note=note,
         )
 
 
@@ -266,6 +276,16 @@ def any_2xx_with_a_page_is_none(ns: Any) -> None:
 
 @CHECKS.add(step="errors")
 def now_defaults_to_the_utc_clock(ns: Any) -> None:
+    default = inspect.signature(ns.error_for_response).parameters.get("now")
+    expect(
+        default is not None and not isinstance(default.default, datetime),
+        "inspect.signature(error_for_response): the default of `now`",
+        default.default if default is not None else Said("no parameter `now`"),
+        "None (read the clock inside the function)",
+        note="A default is computed once, when the def runs: now=datetime.now(UTC) in the"
+        " signature is the time the cell ran, for ever. Default to None; then"
+        " `if now is None: now = datetime.now(UTC)`.",
+    )
     later = http_date(datetime.now(UTC) + timedelta(seconds=120))
     made = response(503, headers={"Retry-After": later})
     with away_from_utc():
@@ -284,157 +304,8 @@ def now_defaults_to_the_utc_clock(ns: Any) -> None:
 
 # ───────────────────────────────────────────────────────── step 3: SpaceDevsSource
 
-
-@CHECKS.add(step="source")
-async def follows_next_until_null(ns: Any) -> None:
-    app = FixtureApp()
-    call = 'SpaceDevsSource(client, LISTING + "?limit=100").launches(), 300 launches'
-    ok, error, got, _, _ = await read_all(ns, app, LISTING + "?limit=100")
-    expect_every_launch(call, ok, error, got)
-    expect_equal(
-        f"{call}: the pages requested (offsets)",
-        [entry.offset for entry in app.log],
-        [0, 100, 200],
-        note="One request per page: start at the URL given, then each page's next.",
-    )
-
-
-@CHECKS.add(step="source")
-async def retries_503_then_continues(ns: Any) -> None:
-    app = FixtureApp({100: [Fault.unavailable()]})
-    call = "launches(), the page at offset 100 answering 503 once (no Retry-After)"
-    ok, error, got, waited, real = await read_all(ns, app, LISTING + "?limit=100")
-    expect_every_launch(call, ok, error, got)
-    expect_equal(
-        f"{call}: requests for that page",
-        requests_for(app, 100),
-        2,
-        note="Fetch each page through with_retry(self.policy, ...): a 503 is transient.",
-    )
-    expect(
-        real < SOURCE_REAL_SECONDS, f"{call}: real seconds", round(real, 2), "well under a second"
-    )
-    expect(
-        abs(waited - 0.2) < 1e-6,
-        f"{call}: seconds waited (virtual)",
-        round(waited, 6),
-        "0.2: the policy's first backoff",
-    )
-
-
-@CHECKS.add(step="source")
-async def honors_retry_after_on_429(ns: Any) -> None:
-    app = FixtureApp({100: [Fault.rate_limited(5)]})
-    call = "launches(), the page at offset 100 answering 429 with Retry-After: 5 once"
-    ok, error, got, waited, _ = await read_all(ns, app, LISTING + "?limit=100")
-    expect_every_launch(call, ok, error, got)
-    expect_equal(f"{call}: requests for that page", requests_for(app, 100), 2)
-    expect(
-        abs(waited - 5.0) < 1e-6,
-        f"{call}: seconds waited (virtual)",
-        round(waited, 6),
-        "5.0: what the server asked for",
-        note="error_for_response turns the 429 into RateLimited(5.0); with_retry waits that.",
-    )
-
-
-@CHECKS.add(step="source")
-async def page_deadline_cuts_a_hang(ns: Any) -> None:
-    for offset, size, count, timeout in ((100, 100, 300, 10.0), (60, 30, 90, 1.5)):
-        app = FixtureApp({offset: [Fault.hang(600)]}, results=launch_results()[:count])
-        call = f"launches(), {size} a page, the page at offset {offset} silent for 600 s once,"
-        call += f" page_timeout={timeout}"
-        url = f"{LISTING}?limit={size}"
-        ok, error, got, waited, real = await read_all(ns, app, url, page_timeout=timeout)
-        expect_every_launch(call, ok, error, got, count)
-        expect(
-            real < SOURCE_REAL_SECONDS, f"{call}: real seconds", round(real, 2), "well under 1 s"
-        )
-        expect(
-            abs(waited - timeout - 0.2) < 1e-6,
-            f"{call}: seconds waited (virtual)",
-            round(waited, 6),
-            f"{timeout + 0.2:g}: the {timeout:g} s deadline, then the 0.2 s backoff, then the page",
-            note=(
-                "The request was waited out: httpx's timeouts do nothing under ASGITransport."
-                " Wrap client.get in `async with asyncio.timeout(self.page_timeout):`."
-                if waited >= 600
-                else "Bound each attempt with asyncio.timeout(self.page_timeout), the timeout"
-                " given, inside fetch_page."
-            ),
-        )
-
-
-@CHECKS.add(step="source")
-async def retries_with_the_policy_given(ns: Any) -> None:
-    app = FixtureApp(
-        {50: [Fault.unavailable(), Fault.unavailable()]}, results=launch_results()[:150]
-    )
-    policy = ns.RetryPolicy(max_attempts=2, base_delay=1.5, max_delay=1.5)
-    call = (
-        "SpaceDevsSource(client, LISTING + '?limit=50', RetryPolicy(max_attempts=2,"
-        " base_delay=1.5, max_delay=1.5)).launches(), the page at offset 50 answering 503 twice"
-    )
-    ok, error, got, waited, _ = await read_all(ns, app, LISTING + "?limit=50", policy)
-    note = "Fetch every page with with_retry(self.policy, ...): the policy given, not a new one."
-    expect_stopped(call, ok, error, got, HttpStatus, 50, note)
-    expect_equal(f"{call}: requests for that page", requests_for(app, 50), 2)
-    expect(abs(waited - 1.5) < 1e-6, f"{call}: seconds waited", round(waited, 6), "1.5")
-
-
-@CHECKS.add(step="source")
-async def httpx_failures_are_retried(ns: Any) -> None:
-    faults: dict[int, type[httpx.TransportError]] = {
-        2: httpx.ConnectError,
-        4: httpx.ReadTimeout,
-        6: httpx.RemoteProtocolError,
-    }
-    call = (
-        "launches(), 50 a page, requests 2, 4 and 6 raising httpx.ConnectError,"
-        " httpx.ReadTimeout and httpx.RemoteProtocolError"
-    )
-    ok, error, got, _, _ = await read_all(ns, FixtureApp(), LISTING + "?limit=50", faults=faults)
-    expect_every_launch(call, ok, error, got)
-
-
-@CHECKS.add(step="source")
-async def next_leading_back_is_a_parse_error(ns: Any) -> None:
-    app = FixtureApp({40: [Fault.next_to(20)]}, results=launch_results()[:80])
-    call = "launches(), 20 a page, the page at offset 40 linking back to offset 20"
-    ok, error, got, _, _ = await read_all(ns, app, LISTING + "?limit=20")
-    note = (
-        "Keep the URLs this run has fetched; when next names one of them again, raise"
-        " ParseError: the listing loops, and following it would never end."
-    )
-    expect_stopped(call, ok, error, got, ParseError, 60, note)
-
-
-@CHECKS.add(step="source")
-async def requests_at_the_predicted_times(ns: Any) -> None:
-    # Step 3's Predict: requested at 0 s, 0.2 s and 3.2 s; the run ends at 3.2 s.
-    times: list[float] = []
-    loop = asyncio.get_running_loop()
-
-    def log_time(entry: Any) -> None:
-        if entry.offset == 10:
-            times.append(round(loop.time(), 6))
-
-    script = {10: [Fault.unavailable(), Fault.unavailable(retry_after=3)]}
-    app = FixtureApp(script, results=launch_results()[:50], on_request=log_time)
-    call = (
-        "launches(), 10 a page, the page at offset 10 answering 503, then 503 with"
-        " Retry-After: 3, then normally"
-    )
-    ok, error, got, waited, _ = await read_all(ns, app, LISTING + "?limit=10")
-    expect_every_launch(call, ok, error, got, 50)
-    expect_equal(f"{call}: when that page was requested (virtual s)", times, [0.0, 0.2, 3.2])
-    expect(abs(waited - 3.2) < 1e-6, f"{call}: when the run ended", round(waited, 6), "3.2")
-    app = FixtureApp({20: [Fault.bad_json()]}, results=launch_results()[:50])
-    call = "launches(), 10 a page, the page at offset 20 cut off mid-way (status 200)"
-    ok, error, got, _, _ = await read_all(ns, app, LISTING + "?limit=10")
-    note = "Step 2's Predict: a cut-off page is a ParseError, which with_retry never repeats."
-    expect_stopped(call, ok, error, got, ParseError, 20, note)
-    expect_equal(f"{call}: requests for that page", requests_for(app, 20), 1, note=note)
+for _check in SOURCE:  # registered here, so the checks run in the notebook's order
+    CHECKS.register(_check.name, _check)
 
 
 # ───────────────────────────────────────────────────────── step 4: ingest
@@ -444,22 +315,21 @@ async def requests_at_the_predicted_times(ns: Any) -> None:
 async def second_run_writes_zero_new_rows(ns: Any) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "launches.jsonl"
-        url = LISTING + "?limit=100"
-        ok, report = await ingest_once(ns, path, FixtureApp(), url)
-        call = "await ingest(source, path), an empty file, 300 launches"
+        ok, report = await ingest_once(ns, path, listing(), PAGED)
+        call = f"await ingest(source, path), an empty file, {LAUNCHES} launches"
         expect(
-            ok and counts(report) == (300, 300),
+            ok and counts(report) == (LAUNCHES, LAUNCHES),
             call,
             report_of(ok, report),
-            "fetched=300, written=300",
+            f"fetched={LAUNCHES}, written={LAUNCHES}",
         )
-        ok, report = await ingest_once(ns, path, FixtureApp(), url)
+        ok, report = await ingest_once(ns, path, listing(), PAGED)
         call = "await ingest(source, path) again, with a new source and the same file"
         expect(
-            ok and counts(report) == (300, 0),
+            ok and counts(report) == (LAUNCHES, 0),
             call,
             report_of(ok, report),
-            "fetched=300, written=0",
+            f"fetched={LAUNCHES}, written=0",
             note="Start the sink from the file: IdempotentSink.with_seen(JsonlSink(path),"
             " the content_key of each row read_jsonl(path) gives back).",
         )
@@ -467,7 +337,7 @@ async def second_run_writes_zero_new_rows(ns: Any) -> None:
         expect_equal(
             "the number of lines in the file after both runs",
             len(lines),
-            300,
+            LAUNCHES,
             note="Each launch once, however many runs it took.",
         )
 
@@ -477,8 +347,8 @@ async def failure_mid_run_keeps_earlier_pages(ns: Any) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "launches.jsonl"
         url = LISTING + "?limit=10"
-        ok, outcome_ = await ingest_once(ns, path, FixtureApp({20: Fault.error(404)}), url)
-        call = "await ingest(source, path), 10 launches a page, the page at offset 20 a 404"
+        ok, outcome_ = await ingest_once(ns, path, listing(faults={20: Fault.error(404)}), url)
+        call = f"await ingest(source, path), {LAUNCHES} launches, 10 a page, a 404 at offset 20"
         expect(
             not ok and type(outcome_) is HttpStatus and outcome_.status == 404,
             call,
@@ -492,15 +362,15 @@ async def failure_mid_run_keeps_earlier_pages(ns: Any) -> None:
             note="Load each page as it arrives (await sink.load(page) inside the loop), so"
             " the pages before the failure stay written.",
         )
-        ok, report = await ingest_once(ns, path, FixtureApp(), url)
+        ok, report = await ingest_once(ns, path, listing(), url)
         call = "await ingest(source, path) again, the 404 gone"
         expect(
-            ok and counts(report) == (300, 280),
+            ok and counts(report) == (LAUNCHES, LAUNCHES - 20),
             call,
             report_of(ok, report),
-            "fetched=300, written=280 (the 20 already in the file are skipped)",
+            f"fetched={LAUNCHES}, written={LAUNCHES - 20} (the 20 already in the file are skipped)",
         )
-        expect_equal("lines in the file after both runs", len(read_jsonl(path)), 300)
+        expect_equal("lines in the file after both runs", len(read_jsonl(path)), LAUNCHES)
 
 
 # ───────────────────────────────────────────────── the learner's own tests (teststep)
