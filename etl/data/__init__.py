@@ -22,6 +22,12 @@ def launch_results() -> list[dict[str, Any]]:
     return copies
 
 
+@cache
+def _rows() -> tuple[Launch, ...]:
+    return tuple(Launch.from_api(result) for result in _raw())
+
+
 def launches() -> list[Launch]:
-    """The fixture launches as rows, in launch order."""
-    return [Launch.from_api(result) for result in _raw()]
+    """The fixture launches as rows, in launch order: a new list each call, of rows parsed
+    once (a `Launch` is frozen, so sharing them is safe; the visible checks ask ~150 times)."""
+    return list(_rows())
