@@ -126,39 +126,46 @@ class Observed:
 
     @contextlib.contextmanager
     def database(self, ref: JSON) -> Iterator[sqlite3.Connection | None]:
-        """A kept SQLite database, opened here, read-only, on a private copy (with its -wal
-        and -journal, so a store whose writer left a WAL or a hot journal reads as SQLite
-        would read it): ``PRAGMA trusted_schema=OFF``, no extensions, a bounded amount of
-        work in all (a hostile schema cannot make reading it run for ever). None when there is
-        no such file. The copy is removed after."""
+        """A kept SQLite database, opened here, read-only: ``PRAGMA trusted_schema=OFF``, no
+        extensions, a bounded amount of work in all (a hostile schema cannot make reading it
+        run for ever). None when there is no such file. A store left with a WAL or a hot
+        journal is read from a private copy with those beside it, as SQLite would read it;
+        any other is read from memory (no file is written, nothing is left to remove)."""
         main = self.artefact(ref)
         if main is None:
             yield None
             return
-        folder = Path(tempfile.mkdtemp(prefix="rit-artefact-"))
-        try:
-            (folder / "store.sqlite").write_bytes(main)
-            for suffix in ("-wal", "-journal"):
-                data = self.artefact(ref, suffix)
-                if data is not None:
-                    (folder / f"store.sqlite{suffix}").write_bytes(data)
-            db = sqlite3.connect(
-                f"file:{folder / 'store.sqlite'}?mode=ro", uri=True, isolation_level=None
-            )
-            try:
-                db.execute("PRAGMA trusted_schema=OFF")
-                steps = [0]
+        sidecars = {s: self.artefact(ref, s) for s in ("-wal", "-journal")}
+        with contextlib.ExitStack() as stack:
+            db: sqlite3.Connection | None = None
+            if all(data is None for data in sidecars.values()):
+                db = sqlite3.connect(":memory:", isolation_level=None)
+                try:
+                    db.deserialize(main)
+                except (sqlite3.Error, OverflowError, ValueError, MemoryError):
+                    db.close()
+                    db = None
+            if db is None:
+                folder = Path(tempfile.mkdtemp(prefix="rit-artefact-"))
+                stack.callback(shutil.rmtree, folder, ignore_errors=True)
+                (folder / "store.sqlite").write_bytes(main)
+                for suffix, data in sidecars.items():
+                    if data is not None:
+                        (folder / f"store.sqlite{suffix}").write_bytes(data)
+                db = sqlite3.connect(
+                    f"file:{folder / 'store.sqlite'}?mode=ro", uri=True, isolation_level=None
+                )
+            stack.callback(db.close)
+            db.execute("PRAGMA trusted_schema=OFF")
+            db.execute("PRAGMA query_only=ON")
+            steps = [0]
 
-                def budget() -> int:  # nonzero interrupts the statement running
-                    steps[0] += 1
-                    return int(steps[0] > 20_000)
+            def budget() -> int:  # nonzero interrupts the statement running
+                steps[0] += 1
+                return int(steps[0] > 20_000)
 
-                db.set_progress_handler(budget, 1000)
-                yield db
-            finally:
-                db.close()
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            db.set_progress_handler(budget, 1000)
+            yield db
 
 
 def _read_regular(folder: Path, name: str) -> bytes | None:

@@ -376,6 +376,28 @@ def test_an_unconfirmed_last_report_is_void() -> None:
     assert (j.records["a"].status, j.records["b"].status) == ("done", "void")
 
 
+def test_a_kept_store_is_read_with_its_wal_and_a_corrupt_one_fails_to_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "wal.sqlite"
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("CREATE TABLE t (x)")
+    writer.execute("INSERT INTO t VALUES (7)")  # in the WAL only, the writer still open
+    ref = keep(db, "wal.store")
+    writer.close()
+    assert ref["files"]["-wal"] is True
+    with Observed({}, artefacts=tmp_path).database(ref) as read:
+        assert read is not None and read.execute("SELECT x FROM t").fetchall() == [(7,)]
+    (tmp_path / "bad.store").write_bytes(b"SQLite format 3\x00" + b"\xff" * 200)
+    with Observed({}, artefacts=tmp_path).database({"artefact": "bad.store"}) as read:
+        assert read is not None
+        with pytest.raises(sqlite3.DatabaseError):
+            read.execute("SELECT * FROM sqlite_master").fetchall()
+
+
 def test_a_report_split_between_the_watch_and_the_drain_is_read_whole() -> None:
     """A report longer than the pipe's buffer arrives in pieces; the worker's end may come
     between them. The half read before must join the half the drain reads."""
