@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import functools
 import json
 import os
 import resource
 import signal
+import socket
+import struct
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,7 +38,7 @@ from pathlib import Path
 from grader.protocol import Limits
 
 CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
-CLONE_NEWUSER, CLONE_NEWPID = 0x10000000, 0x20000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
@@ -177,7 +180,11 @@ class _CloneArgs(ctypes.Structure):
 
 SYS_CLONE3, CLONE_PIDFD = 435, 0x1000
 #: What a walled job's first process is born into: its own mount, IPC and PID namespaces.
-JOB_NAMESPACES = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID
+#: A network namespace per job too: in one shared by the server's jobs, a learner's process
+#: could leave state for the next job (sockets in TIME_WAIT on chosen loopback ports carry
+#: bits for a minute, so a test could pass on the wheat, which runs first, and fail on every
+#: chaff; a build 05 worker could hand the reference build 03 to a build 03 stub).
+JOB_NAMESPACES = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET
 
 
 def clone(flags: int) -> tuple[int, int]:
@@ -199,6 +206,18 @@ def clone(flags: int) -> tuple[int, int]:
     return (pid, pidfd.value) if pid else (0, -1)
 
 
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def loopback_up() -> None:
+    """Bring up ``lo`` in this process's new network namespace (it starts down), so that a
+    learner's server on 127.0.0.1 works as on their machine; nothing else is reachable."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+
+
 def raise_job_walls(
     privileged: bool,
     uid: int,
@@ -211,6 +230,7 @@ def raise_job_walls(
     own), ``/tmp`` and ``/dev/shm``; the seams, read-only. `keep`: what the sandbox binds
     below a temporary folder (a venv or a clone in /tmp), put back read-only."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing made here propagates out
+    loopback_up()
     # Opened before the private folders cover them: the binds back come from these.
     held = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in keep}
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)

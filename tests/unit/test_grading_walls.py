@@ -93,6 +93,32 @@ def look():
 
 SHM = """
 import ctypes
+import socket
+
+
+def loopback(port):
+    # A server on 127.0.0.1 answers a client; the port is then left in TIME_WAIT (the server's
+    # side closing first), which lasts a minute in a network namespace shared with the next job.
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        client = socket.create_connection(("127.0.0.1", port))
+        peer, _ = server.accept()
+        client.sendall(b"ping")
+        said = peer.recv(4).decode()
+        peer.close()
+        client.recv(1)  # the server's FIN
+        client.close()
+    return said + " " + free(port)
+
+
+def free(port):
+    with socket.socket() as again:
+        try:
+            again.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return type(exc).__name__
+    return "free"
 
 def shared_memory(create):
     libc = ctypes.CDLL(None, use_errno=True)
@@ -238,6 +264,16 @@ def test_shared_memory_made_by_one_worker_is_gone_for_the_next(
     assert made["shm"] == "made"
     again = seen_by_a_worker(runner, suite, extra='    seen["shm"] = shared_memory(False)')
     assert again["shm"] == "absent"
+
+
+@WALLED
+def test_a_worker_has_loopback_and_nothing_of_it_outlives_the_job(
+    runner: Runner, suite: Suite
+) -> None:
+    first = seen_by_a_worker(runner, suite, extra='    seen["lo"] = loopback(47321)')
+    assert first["lo"] == "ping OSError", first["lo"]  # TIME_WAIT holds the port in this job
+    again = seen_by_a_worker(runner, suite, extra='    seen["lo"] = free(47321)')
+    assert again["lo"] == "free", "the last job's TIME_WAIT reached this one"
 
 
 @WALLED
