@@ -27,6 +27,7 @@ Grading the same test cells twice gives the same points and messages.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -254,9 +255,9 @@ class _Grade:
             }[str(wheat["status"])]
             why = f"on a correct implementation it {what}"
         elif wheat.get("loaded") is False:
-            why = f"your test cells raised {_raised(wheat)} when they ran"
+            why = f"your test cells {_raised(wheat, self.cells.text)} when they ran"
         else:
-            why = f"it fails on a correct implementation: {_raised(wheat)}"
+            why = f"it fails on a correct implementation: {_raised(wheat, self.cells.text)}"
         return _result(
             spec,
             0,
@@ -287,12 +288,26 @@ class _Grade:
         return report
 
 
-def _raised(report: dict[str, Any]) -> str:
+def _raised(report: dict[str, Any], text: str | None) -> str:
+    """What the test raised on the reference, in words that carry nothing the test could have
+    learnt there: a built-in exception's name (else "an exception of its own"), and the line
+    only when it is one of the test's own ``assert`` statements (a line number the test picked,
+    or a class it named, could spell out the reference's code)."""
     kind = report.get("raised")
-    shown = kind if type(kind) is str and kind.isidentifier() else "an exception of its own"
+    builtin = type(kind) is str and isinstance(getattr(builtins, kind, None), type)
+    shown = kind if builtin else "an exception of its own"
     line = report.get("line")
-    where = f" at line {line} of the exported test cells" if type(line) is int else ""
+    where = f" at line {line} of the exported test cells" if line in _assert_lines(text) else ""
     return cut(f"raised {shown}{where}", 200)
+
+
+def _assert_lines(text: str | None) -> frozenset[int]:
+    """The lines of the test module's ``assert`` statements."""
+    try:
+        tree = ast.parse(text or "")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    return frozenset(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert))
 
 
 def _words(mutant: Mutant) -> str:

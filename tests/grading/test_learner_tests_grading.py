@@ -134,6 +134,21 @@ def test_a_test_that_rejects_correct_code_earns_zero(runner: Runner) -> None:
     assert "AssertionError at line" in result.message
 
 
+def test_what_fails_on_the_reference_spells_nothing_out(runner: Runner) -> None:
+    """A class named, or a line number chosen, after reading the reference (both reached the
+    feedback): only a built-in's name and the line of one of the test's asserts are shown."""
+    body = REPLAY_HEAD + (
+        "    secret = len(IdempotentSink.load.__code__.co_code)\n"
+        "    assert secret\n"
+        "    leak = type('Leak' + 'X' * 40, (Exception,), {})\n"
+        "    exec(compile('\\n' * secret + 'raise leak()', __file__, 'exec'), {'leak': leak})\n"
+    )
+    result = grade(runner, "03", body)["test_rerun_writes_zero_new_rows"]
+    assert result.points == 0 and "fails on a correct implementation" in result.message
+    assert "Leak" not in result.message and "at line" not in result.message, result.message
+    assert "an exception of its own" in result.message
+
+
 #: A strong replay test, then a forgery around it: whatever the test saw, the worker's last word
 #: is a well-formed "passed" result line on every descriptor, then an exit code of 0.
 FORGED = """
