@@ -3,10 +3,11 @@
 A list of the bugs a suite's authors thought of is not enough: its blind spots show when the
 solution is broken systematically. For every answer cell of the solution, every mutant that
 `workbook.mutation` makes (the same mutator the learners' self-check uses) is graded by the
-build's hidden suite; a mutant that still earns full marks *survives*. Each survivor must be
-killed by a new hidden test, or recorded in the build's ``mutants.toml`` as a ``[[mutant]]``
-with ``equivalent = "why"`` and an edit that reproduces it on the solution text (it behaves
-exactly like the solution under the spec). The report lists the survivors with their diffs.
+build's hidden suite; a mutant that still passes every graded test *survives*. Each survivor must be
+killed by a new hidden test, or recorded in the build's ``mutants.toml`` as an
+``[[equivalent]]`` table (its `stable_id`, its diff and ``why``: it behaves exactly like the
+solution under the spec). The report lists the survivors with their ids and diffs. Also run
+as ``python -m grader.validity --mutate BUILD``, and by ``make mutate``.
 
 Grading the same solution twice makes the same mutants and the same verdicts. Nothing here
 writes to the repository.
@@ -15,23 +16,22 @@ writes to the repository.
 from __future__ import annotations
 
 import argparse
-import ast
-import os
 import re
 import sys
 import time
 from dataclasses import dataclass, field
 
+from grader.digest import content_id
 from grader.pool import RunnerPool
 from grader.runner import Runner
-from grader.suites import Mutant as KnownBug
 from grader.suites import load_suite
 from workbook.export import export_source
 from workbook.manifest import load_manifest
 from workbook.mutation import Mutant, mutants
 
-#: The export's marker before each cell: ``# %% cell 7 [answer]``.
-_MARKER = re.compile(r"^# %% cell (\d+) \[(\w+)\]$", re.MULTILINE)
+#: The export's marker before each cell: ``# %% cell 7 [answer], 12 lines`` (a line count, and
+#: maybe hoisted imports, after the tag).
+_MARKER = re.compile(r"^# %% cell (\d+) \[(\w+)\][^\n]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -41,10 +41,19 @@ class CellMutant:
     cell: int
     mutant: Mutant
     source: str
+    #: `stable_id`: what a recorded equivalent names.
+    id: str = ""
 
     @property
-    def id(self) -> str:
+    def where(self) -> str:
         return f"cell {self.cell}: {self.mutant.id}"
+
+
+def stable_id(operator: str, diff: str) -> str:
+    """A mutant's name that outlives unrelated edits: its operator and a digest of its diff
+    (the changed lines only, without line numbers), not its position among the mutants."""
+    digest = content_id("generic-mutant", f"{operator}\n{diff}")
+    return f"{operator}:{digest[:12]}"
 
 
 @dataclass
@@ -56,6 +65,8 @@ class SuiteScore:
     killed: int = 0
     equivalent: int = 0
     survivors: list[CellMutant] = field(default_factory=list)
+    #: Recorded equivalents that no generated mutant has any more (the line was edited).
+    stale: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -65,7 +76,8 @@ class SuiteScore:
 
 
 def cell_sections(source: str) -> list[tuple[int, str, int, int]]:
-    """(cell number, tag, start, end) of each cell's text in the exported `source`."""
+    """(cell number, tag, start, end) of each cell's text in the exported `source`; the text
+    from its marker's start to `start` is the marker line."""
     marks = list(_MARKER.finditer(source))
     sections = []
     for i, mark in enumerate(marks):
@@ -75,56 +87,61 @@ def cell_sections(source: str) -> list[tuple[int, str, int, int]]:
     return sections
 
 
+def replace_cell(source: str, start: int, end: int, body: str) -> str:
+    """`source` with the cell text at [start, end) replaced by `body`, its marker's line count
+    made true again (the export runs each cell as the count says: a stale count would run
+    the module whole, not cell by cell as the kernel does)."""
+    marker_start = source.rfind("\n", 0, start - 1) + 1
+    marker = source[marker_start : start - 1]
+    body = body.rstrip()
+    count = body.count("\n") + 1
+    marker = re.sub(r", \d+ lines?", f", {count} line{'s' * (count != 1)}", marker, count=1)
+    return source[:marker_start] + marker + "\n" + body + "\n\n" + source[end:].lstrip("\n")
+
+
 def generate(source: str, *, limit_per_cell: int | None = None) -> list[CellMutant]:
-    """Every generic mutant of every answer cell of the exported `source`."""
+    """Every generic mutant of every answer cell of the exported `source`, each with its
+    `stable_id` (a second mutant with the same diff, the same line twice, gets ``#2``)."""
     found = []
+    taken: dict[str, int] = {}
     for cell, tag, start, end in cell_sections(source):
         if tag != "answer":
             continue
         for mutant in mutants(source[start:end], limit=limit_per_cell):
-            text = source[:start] + mutant.source.rstrip() + "\n\n" + source[end:]
-            found.append(CellMutant(cell, mutant, text))
-    return found
-
-
-def equivalent_sources(source: str, known: tuple[KnownBug, ...]) -> set[str]:
-    """The unparsed answer cells of every known bug marked equivalent: a generic mutant whose
-    cell unparses to one of these is the same program and not counted against the suite."""
-    found = set()
-    for bug in known:
-        if not getattr(bug, "equivalent", ""):
-            continue
-        mutated = bug.apply(source)
-        for _cell, tag, start, end in cell_sections(mutated):
-            if tag == "answer":
-                try:
-                    found.add(ast.unparse(ast.parse(mutated[start:end])))
-                except SyntaxError:
-                    continue
+            text = replace_cell(source, start, end, mutant.source)
+            name = stable_id(mutant.operator, mutant.diff)
+            taken[name] = taken.get(name, 0) + 1
+            if taken[name] > 1:
+                name = f"{name}#{taken[name]}"
+            found.append(CellMutant(cell, mutant, text, name))
     return found
 
 
 def score_build(build: str, pool: RunnerPool, *, limit_per_cell: int | None = None) -> SuiteScore:
-    """Grade every generic mutant of build `build`'s solution with its hidden suite."""
+    """Grade every generic mutant of build `build`'s solution with its hidden suite. A mutant
+    recorded as equivalent is still graded: one that a test now kills counts as killed."""
     started = time.perf_counter()
-    entry = load_manifest().entry(build)
-    root = load_manifest().root
+    manifest = load_manifest()
+    entry = manifest.entry(build)
     assert entry.solution, f"build {build} has no solution"
-    source = export_source(root / entry.solution)
+    source = export_source(manifest.root / entry.solution)
     suite = load_suite(build)
-    full = entry.max_points
     made = generate(source, limit_per_cell=limit_per_cell)
-    same = equivalent_sources(source, suite.mutants)
+    recorded = {e.id: e for e in suite.equivalents}
     report = SuiteScore(build=build, generated=len(made))
+    report.stale = sorted(set(recorded) - {item.id for item in made})
 
-    def grade(runner: Runner, item: CellMutant) -> int:
-        return runner.grade_source(build, item.source, label=item.id, suite=suite).score
+    # Killed means a graded test failed: not a score below the entry's maximum, which also
+    # counts the points of the learners' own tests (no mutant of the answers earns those).
+    def grade(runner: Runner, item: CellMutant) -> bool:
+        result = runner.grade_source(build, item.source, label=item.where, suite=suite)
+        return bool(result.failed)
 
-    scores = pool.map(grade, made)
-    for item, score in zip(made, scores, strict=True):
-        if score < full:
+    verdicts = pool.map(grade, made)
+    for item, killed in zip(made, verdicts, strict=True):
+        if killed:
             report.killed += 1
-        elif item.mutant.source in same:
+        elif item.id in recorded:
             report.equivalent += 1
         else:
             report.survivors.append(item)
@@ -133,16 +150,34 @@ def score_build(build: str, pool: RunnerPool, *, limit_per_cell: int | None = No
 
 
 def render_report(report: SuiteScore) -> str:
-    """The report a suite author reads: the figures, then each survivor's words and diff."""
+    """The report a suite author reads: the figures, then each survivor's id, words and diff
+    (the id and diff are what an ``[[equivalent]]`` table records)."""
     lines = [
         f"build {report.build}: {report.generated} mutants generated, {report.killed} killed,"
         f" {report.equivalent} equivalent, {len(report.survivors)} survived"
-        f" ({report.score:.1%} of non-equivalent; {report.seconds:.1f} s)"
+        f" ({report.score:.1%} of non-equivalent killed; {report.seconds:.1f} s)"
     ]
     for item in report.survivors:
-        lines.append(f"  survivor {item.id}: {item.mutant.description}")
+        lines.append(f"  survivor {item.id} ({item.where}): {item.mutant.description}")
         lines.extend(f"      {ln}" for ln in item.mutant.diff.splitlines()[:8])
+    for name in report.stale:
+        lines.append(f"  recorded equivalent {name} matches no mutant now: remove it")
     return "\n".join(lines)
+
+
+_TABLE = """[[equivalent]]
+id = "{id}"
+diff = '''
+{diff}
+'''
+why = ""
+"""
+
+
+def equivalent_tables(report: SuiteScore) -> str:
+    """The survivors as ``[[equivalent]]`` tables for ``mutants.toml``, each ``why`` left
+    blank: the suite refuses to load until someone who checked it writes the reason."""
+    return "\n".join(_TABLE.format(id=item.id, diff=item.mutant.diff) for item in report.survivors)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,14 +185,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("builds", nargs="*", help="build numbers (default: every graded build)")
     parser.add_argument("--threshold", type=float, default=0.95)
     parser.add_argument("--limit-per-cell", type=int, default=None)
+    parser.add_argument("--workers", type=int, default=2, help="runners in parallel (default 2)")
+    parser.add_argument(
+        "--tables", action="store_true", help="also print the survivors as [[equivalent]] tables"
+    )
     args = parser.parse_args(argv)
     manifest = load_manifest()
     builds = args.builds or [e.number for e in manifest.graded if e.kind == "build" and e.solution]
     failed = False
-    with RunnerPool(os.cpu_count() or 2) as pool:
+    with RunnerPool(args.workers) as pool:
         for build in builds:
             report = score_build(build, pool, limit_per_cell=args.limit_per_cell)
             print(render_report(report), flush=True)
+            if args.tables and report.survivors:
+                print("\n" + equivalent_tables(report), flush=True)
             failed |= report.score < args.threshold
     return 1 if failed else 0
 

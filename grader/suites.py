@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from grader.judging import Judges, judges_of
 from grader.observe import Probes
@@ -65,6 +66,18 @@ class Mutant:
 
 
 @dataclass(frozen=True)
+class Equivalent:
+    """A generic mutant (`grader.suitemutants`) recorded as behaving exactly like the solution
+    under the spec: its stable id, its diff (for the reader: the id is a digest of it and the
+    operator), and why no graded test can tell it apart. An unrelated edit of the solution
+    keeps the id; an edit of the mutated line retires it, and the mutant is judged again."""
+
+    id: str
+    diff: str
+    why: str
+
+
+@dataclass(frozen=True)
 class Suite:
     build: str
     folder: Path
@@ -72,6 +85,7 @@ class Suite:
     probes: Probes
     judges: Judges
     mutants: tuple[Mutant, ...]
+    equivalents: tuple[Equivalent, ...] = ()
 
 
 def suite_dir(build: str, hidden: Path | None = None) -> Path:
@@ -137,16 +151,40 @@ def load_suite(build: str, hidden: Path | None = None) -> Suite:
         probes=probes,
         judges=judges,
         mutants=load_mutants(folder / "mutants.toml"),
+        equivalents=load_equivalents(folder / "mutants.toml"),
     )
 
 
-def load_mutants(path: Path) -> tuple[Mutant, ...]:
+def _read_toml(path: Path) -> dict[str, Any]:
     if not path.exists():
-        return ()
+        return {}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise SuiteError(f"{path}: not valid TOML: {exc}") from None
+
+
+def load_equivalents(path: Path) -> tuple[Equivalent, ...]:
+    """The ``[[equivalent]]`` tables of `path` (``id``, ``diff``, ``why``). A reason that is
+    blank, or an id recorded twice, is refused: an unexplained survivor is not equivalent."""
+    found = []
+    for i, raw in enumerate(_read_toml(path).get("equivalent", []), start=1):
+        try:
+            item = Equivalent(str(raw["id"]), str(raw["diff"]).strip("\n"), str(raw["why"]))
+        except (KeyError, TypeError) as exc:
+            raise SuiteError(f"{path}: equivalent #{i}: missing {exc}") from None
+        if not item.why.strip():
+            raise SuiteError(f"{path}: equivalent {item.id}: no reason given")
+        found.append(item)
+    if len({e.id for e in found}) != len(found):
+        raise SuiteError(f"{path}: an equivalent id appears twice")
+    return tuple(found)
+
+
+def load_mutants(path: Path) -> tuple[Mutant, ...]:
+    data = _read_toml(path)
+    if not data:
+        return ()
     mutants = []
     for i, raw in enumerate(data.get("mutant", []), start=1):
         try:

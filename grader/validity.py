@@ -8,6 +8,9 @@ prints as one table:
 - suite: every graded test has a judge and a hint, every judge a graded test;
 - solution: full marks; stub: zero on every graded test;
 - mutants: each known bug fails at least one graded test (the line names which);
+- learner tests: the solution's own tests (cells tagged ``test``) pass on the reference and
+  catch every bug of their ``catches``; the stubs' earn zero; each with its assertions
+  removed loses points (`grader.wheats`);
 - pytest: the solutions earn every point through the other path too, the hidden suites run
   as pytest suites (``pytest tests/hidden --submission solutions``, one run for every build,
   in a process of its own while the rest is checked).
@@ -29,8 +32,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import Runner, SubmissionResult, Suite, SuiteError, has_suite, load_suite
+from grader import Runner, SubmissionResult, Suite, SuiteError, has_suite, load_suite, suitemutants
 from grader.pool import RunnerPool
+from grader.results import TestResult
+from grader.wheats import (
+    TestCells,
+    defined_tests,
+    grade_learner_tests,
+    read_test_cells,
+    without_assertions,
+)
 from workbook.errors import WorkbookError
 from workbook.export import cell_source, cell_tags, export_source, read_notebook
 from workbook.manifest import Entry, load_manifest, repo_root
@@ -165,6 +176,55 @@ def mutant_lines(
     return lines
 
 
+def learner_tests_line(entry: Entry, root: Path, suite: Suite, pool: RunnerPool) -> Line | None:
+    """The learner tests of `entry` (`grader.wheats`): the solution's pass on the reference and
+    catch every bug of their `catches`; the stubs' earn zero; each solution test with its
+    assertions removed loses points. A test the solution does not hold yet is named, not failed
+    (it scores 0, "not written", for everyone)."""
+    if not entry.learner_tests or entry.solution is None:
+        return None
+    start = time.perf_counter()
+    solution = read_test_cells(root / entry.solution)
+    present = [s.name for s in entry.learner_tests if s.name in defined_tests(solution.text)]
+    tasks: list[tuple[str, TestCells, bool]] = [
+        ("solution", solution, True),
+        ("stub", read_test_cells(root / entry.path), True),
+    ]
+    assert solution.text is not None or not present
+    for name in present:
+        unasserted = TestCells(without_assertions(str(solution.text), name))
+        tasks.append((name, unasserted, False))
+
+    def grade(runner: Runner, task: tuple[str, TestCells, bool]) -> list[TestResult]:
+        _, cells, vacuity = task
+        return grade_learner_tests(runner, entry, suite, cells, root=root, vacuity_check=vacuity)
+
+    graded = pool.map(grade, tasks)
+    problems = []
+    by_name = {r.name: r for r in graded[0]}
+    for name in present:
+        result = by_name[name]
+        if not result.passed:
+            problems.append(f"solution's {name}: {result.points}/{result.max_points}:")
+            problems += [f"  {line}" for line in result.message.splitlines()[:4]]
+    problems += [f"stub's {r.name}: {r.points} point(s)" for r in graded[1] if r.points]
+    for (name, _, _), results in zip(tasks[2:], graded[2:], strict=True):
+        after = next(r for r in results if r.name == name)
+        if after.points >= after.max_points:
+            problems.append(f"{name} with its assertions removed keeps {after.points} points")
+    absent = [s.name for s in entry.learner_tests if s.name not in present]
+    caught = sum(len(s.catches) for s in entry.learner_tests if s.name in present)
+    summary = (
+        f"{len(present)} of {len(entry.learner_tests)} in the solution: they pass on the"
+        f" reference and catch all {caught} bugs they list; the stubs' earn 0; without their"
+        f" assertions each loses points ({time.perf_counter() - start:.1f} s)"
+    )
+    details = [f"{n}: not in the solution yet (scores 0, not written)" for n in absent]
+    if problems:
+        return Line("learner tests", False, "wrong", problems + details)
+    return Line("learner tests", True, summary, details)
+
+
 def check_build(entry: Entry, root: Path, hidden: Path, pool: RunnerPool) -> list[Line]:
     exercise = root / entry.path
     solution = root / entry.solution if entry.solution else None
@@ -213,6 +273,9 @@ def check_build(entry: Entry, root: Path, hidden: Path, pool: RunnerPool) -> lis
     lines.append(solution_line(solution_result))
     lines.append(stub_line(stub_result))
     lines.extend(mutant_lines(suite, sources["solution"], pool, entry.number, entry))
+    learner = learner_tests_line(entry, root, suite, pool)
+    if learner is not None:
+        lines.append(learner)
     return lines
 
 
@@ -277,7 +340,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=None, help="repository root (default: this)")
     parser.add_argument("--build", action="append", help="only this build (repeatable)")
     parser.add_argument("--workers", type=int, default=2, help="runners in parallel (default 2)")
+    parser.add_argument(
+        "--mutate",
+        action="append",
+        metavar="BUILD",
+        help="instead: grade every generic mutant of BUILD's solution with its hidden suite"
+        " and list the survivors (grader.suitemutants; repeatable)",
+    )
     args = parser.parse_args(argv)
+    if args.mutate:
+        return suitemutants.main([*args.mutate, "--workers", str(args.workers)])
     start = time.perf_counter()
     root = (args.root or repo_root()).resolve()
     manifest = load_manifest(root / "workbook.toml")

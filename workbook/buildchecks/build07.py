@@ -1,15 +1,13 @@
 """Visible checks of build 07: the schema, compare-and-set checkpoints, poison items, the
 versioned upsert, and seed 004's verification list for ``ingest_page``, with a check for every
-known bug of the hidden suite and every Predict answer of the notebook.
+known bug of the hidden suite and every Predict answer of the notebook (those of interrupted
+pages in `build07_interrupts`, imported last: it registers them here).
 
 Each check takes the learner's namespace, opens stores of its own in a temporary folder
 (removed when the check ends), reads them back through a connection of its own, and, when
 something is off, says the call it made, what came back and what it expected. Checks keep no
-state between runs: running one twice gives the same verdict.
-
-Expected values here are written out by hand for small, fixed inputs, or are properties
-(a replay leaves the store as it was); this module ships to learners and holds no reference
-implementation.
+state between runs. Expected values are written out by hand for small, fixed inputs, or are
+properties (a replay leaves the store as it was); this module holds no reference seam.
 """
 
 from __future__ import annotations
@@ -185,7 +183,7 @@ POISON_CASES: tuple[tuple[Any, str | None], ...] = (
     ({"id": "a", "version": "7", "payload": {}}, BAD_VERSION),
     ({"id": "b", "version": 2**63, "payload": {}}, BAD_VERSION),
     ({"id": "e", "version": -1, "payload": {"lat": math.nan}}, NOT_CANONICAL),
-    ({"id": "a", "payload": {}}, BAD_VERSION),
+    ({"id": "a", "payload": {"lat": math.inf}}, BAD_VERSION),  # the version's rule comes first
     ({"id": "c", "version": 3}, NOT_CANONICAL),
     ({"id": "a", "version": 1, "payload": {"lat": math.nan}}, NOT_CANONICAL),
     ({"id": "a", "version": 1, "payload": {"tags": {"x"}}}, NOT_CANONICAL),
@@ -547,3 +545,6 @@ def four_workers_deliver_one_page_at_once(ns: Any) -> None:
             counts,
             [3, 1, (TENANT, SOURCE, "p1", 3)],
         )
+
+
+from workbook.buildchecks import build07_interrupts  # noqa: E402, F401  (registers its checks)

@@ -969,7 +969,7 @@ def test_matches_tenacity_on_scripted_failures(observed: Observed) -> None:
 
 def test_full_jitter_spreads_over_the_whole_range(observed: Observed) -> None:
     seen, rng = seeded(observed, "full_jitter_spreads_over_the_whole_range")
-    _, counts = P.spread_inputs(rng)
+    seed, counts = P.spread_inputs(rng)
     rows = listed(seen["draws"], len(P.JITTER_ATTEMPTS), "draws per attempt number", "attempts")
     for n, count, got in zip(P.JITTER_ATTEMPTS, counts, rows, strict=True):
         ceiling = backoff(P.JITTER_POLICY, n)
@@ -1000,6 +1000,18 @@ def test_full_jitter_spreads_over_the_whole_range(observed: Observed) -> None:
             f"{call}: mean wait",
             f"{mean:.4f}",
             f"about {ceiling / 2:g}",
+        )
+        # The spec's draw is rng.uniform(0, ceiling): ceiling - draw, or uniform(ceiling, 0),
+        # spreads just as well but is another sequence for the same seed.
+        generator = random.Random(seed + n)
+        want = [generator.uniform(0.0, ceiling) for _ in range(count)]
+        check(
+            same_value(values, want, 1e-9),
+            f"{call}: the waits, draw by draw",
+            show_json(values[:3]),
+            f"rng.uniform(0, {ceiling:g}) each time: {show_json(want[:3])}, ...",
+            note="Draw rng.uniform(0, ceiling) from the rng you are given: the same seed, the"
+            " same waits.",
         )
     run = seen["with_retry"]
     policy = {**P.JITTER_POLICY, "max_attempts": 7}

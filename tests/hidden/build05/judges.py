@@ -303,6 +303,20 @@ def test_retry_after_reads_all_three_date_forms(observed: Observed) -> None:
             equal(
                 call, value_of(got, call, show_json(expected)), expected, tolerance=1e-9, note=note
             )
+    naive_now, naive_dates = P.naive_inputs(rng)
+    answers = listed(seen["naive_now"], len(naive_dates), "parse_retry_after of each date")
+    for (offset, form), got in zip(naive_dates, answers, strict=True):
+        text = P.date_text(offset, form, naive_now)
+        call = f"parse_retry_after({text!r}, now={naive_now.replace(tzinfo=None)!r}), a naive now"
+        expected = date_seconds(offset, naive_now)
+        equal(
+            call,
+            value_of(got, call, show_json(expected)),
+            expected,
+            tolerance=1e-9,
+            note="A naive now is UTC too, like a naive date: make it aware with"
+            " .replace(tzinfo=UTC) before subtracting (naive minus aware is a TypeError).",
+        )
 
 
 def test_delay_seconds_are_ascii_digits_only(observed: Observed) -> None:
@@ -437,19 +451,22 @@ def test_now_defaults_to_the_current_utc_time(observed: Observed) -> None:
     call = (
         f"error_for_response(a 429 with Retry-After an IMF date {offset} s from now), no now given"
     )
-    returned = value_of(seen["returned"], call, "RateLimited")
-    wait = returned.get("retry_after") if isinstance(returned, dict) else None
-    check(
-        isinstance(returned, dict)
-        and returned.get("kind") == "RateLimited"
-        and type(wait) is float
-        and offset - 2.0 <= wait <= offset + 1e-6,
-        call,
-        describe(returned),
-        f"RateLimited with retry_after about {offset - 1} to {offset} seconds",
-        "When now is None, use datetime.now(UTC): aware, and in UTC whatever the machine's zone"
-        " (datetime.now() and datetime.utcnow() are naive).",
-    )
+    for key, when in (("returned", ""), ("loaded_a_day_ago", ", the module loaded a day ago")):
+        got = seen[key] if key == "returned" else value_of(seen[key], call + when, "RateLimited")
+        returned = value_of(got, call + when, "RateLimited")
+        wait = returned.get("retry_after") if isinstance(returned, dict) else None
+        check(
+            isinstance(returned, dict)
+            and returned.get("kind") == "RateLimited"
+            and type(wait) is float
+            and offset - 2.0 <= wait <= offset + 1e-6,
+            call + when,
+            describe(returned),
+            f"RateLimited with retry_after about {offset - 1} to {offset} seconds",
+            "When now is None, use datetime.now(UTC): aware, in UTC whatever the machine's zone"
+            " (datetime.now() and datetime.utcnow() are naive), and read at each call (a default"
+            " of `now=datetime.now(UTC)` is read once, when the function is defined).",
+        )
 
 
 # ─────────────────────────────────────────────────────────────── step 3: the source
@@ -560,6 +577,57 @@ def test_empty_last_page_ends_the_run(observed: Observed) -> None:
         [*plain_pages(10, count), [count, 1, 0.0]],
         "An empty page with next null ends it.",
     )
+
+
+def test_empty_page_with_a_next_is_followed(observed: Observed) -> None:
+    seen, rng = seeded(observed, "empty_page_with_a_next_is_followed")
+    ids = listing_ids(rng)
+    count, far = P.SHORT, P.SHORT + 100
+    call = source_call(
+        "?limit=10", f"{count} launches, page 2 linking to an empty page whose next is page 3"
+    )
+    runs_to_the_end(seen, call)
+    yields(seen, call, ids[:count])
+    requested(
+        seen,
+        call,
+        [[0, 1, 0.0], [10, 1, 0.0], [far, 1, 0.0], *plain_pages(10, count)[2:]],
+        "A page with no results may still have a next: stop only when next is None.",
+    )
+
+
+def test_a_source_reads_again_from_the_start(observed: Observed) -> None:
+    seen, rng = seeded(observed, "a_source_reads_again_from_the_start")
+    ids = listing_ids(rng)[: P.SHORT]
+    call = source_call("?limit=7", f"{P.SHORT} launches, iterated twice over the same source")
+    runs_to_the_end(seen, call)
+    yields(seen, call, ids + ids, "Each run starts again at self.url and fetches every page.")
+    pages = plain_pages(7, P.SHORT)
+    requested(
+        seen,
+        call,
+        [*pages, *[[offset, 2, at] for offset, _, at in pages]],
+        "Keep what one run fetched in pages() itself, not on the source: a second run is new.",
+    )
+
+
+def test_cancelled_run_is_not_retried(observed: Observed) -> None:
+    seen, rng = seeded(observed, "cancelled_run_is_not_retried")
+    ids = listing_ids(rng)
+    cancel_at = P.cancel_delay(rng)
+    call = source_call(
+        "?limit=10", f"the page at offset 10 hanging, the reader cancelled after {cancel_at:g} s"
+    )
+    check(
+        seen["end"] == {"cancelled": True},
+        call,
+        show_outcome(seen["end"]) if "ok" not in seen["end"] else "it returned",
+        "the run ends cancelled (asyncio.CancelledError reaches the caller)",
+        "Catch only httpx's errors in fetch_page: a cancellation is not a network error, and"
+        " with_retry must never see it as one.",
+    )
+    yields(seen, call, ids[:10])
+    requested(seen, call, [[0, 1, 0.0], [10, 1, 0.0]], "No request after the cancellation.")
 
 
 def test_next_leading_back_raises_parse_error(observed: Observed) -> None:

@@ -20,6 +20,7 @@ seconds), which the judges read with that second of slack.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -27,13 +28,14 @@ import os
 import random
 import select
 import signal
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -68,9 +70,12 @@ from grader.observe import (
     plain,
     raised,
     safe_text,
+    source_of,
     suite_salt,
     vrun,
 )
+from workbook.export import run_exported
+from workbook.modules import fresh_module, registered
 from workbook.siblings import use_reference
 
 PROBES = Probes(suite_salt(__file__))
@@ -206,6 +211,8 @@ PERMANENT_CASES: tuple[ResponseSpec, ...] = (
     ("422", 422, {}, {}),
     ("501", 501, {}, {}),
     ("301", 301, {"Location": LISTING + "?limit=5"}, {}),
+    # 3xx is not 2xx even with a page for a body: `< 300`, not `<= 300`.
+    ("300, a page for a body", 300, {}, {"json": {"count": 0, "next": None, "results": []}}),
 )
 
 
@@ -372,9 +379,11 @@ def read_source(
     results: Sequence[Mapping[str, Any]],
     faults: Callable[[int], str | None] | None = None,
     detail: bool = False,
+    runs: int = 1,
 ) -> JSON:
     """Iterate ``SpaceDevsSource(client, LISTING + query, ...).launches()`` against a fresh
-    fixture: what it yielded (ids, or [id, net]), how it ended, each request, virtual time."""
+    fixture (`runs` times over, the same source object): what it yielded (ids, or [id, net]),
+    how it ended, each request, virtual time."""
     box: dict[str, Any] = {"items": [], "requests": []}
 
     async def go(clock: Clock) -> JSON:
@@ -386,8 +395,9 @@ def read_source(
                 client, LISTING + query, **source_options(ns, policy, timeout)
             )
             try:
-                async for launch in source.launches():
-                    box["items"].append(item(launch, detail))
+                for _ in range(runs):
+                    async for launch in source.launches():
+                        box["items"].append(item(launch, detail))
             except Exception as exc:  # Runaway and cancellation are not Exceptions: they pass
                 return {"end": failure(exc)}
         return {"end": {"ok": None}}
@@ -674,6 +684,7 @@ def malformed(ns: ModuleType, rng: random.Random) -> JSON:
 def three_forms(ns: ModuleType, rng: random.Random) -> JSON:
     away_from_utc()
     now, dates = draw_now(rng), draw_dates(rng, 6, 0, 10**7)
+    naive_now, naive_dates = naive_inputs(rng)
     return {
         "now": [retry_after(ns, date_text(s, form)) for s, form in DATE_OFFSETS],
         "fraction": [
@@ -681,7 +692,18 @@ def three_forms(ns: ModuleType, rng: random.Random) -> JSON:
             for s, form in DATE_OFFSETS
         ],
         "drawn": [retry_after(ns, date_text(s, form, now), now) for s, form in dates],
+        "naive_now": [
+            retry_after(ns, date_text(s, form, naive_now), naive_now.replace(tzinfo=None))
+            for s, form in naive_dates
+        ],
     }
+
+
+def naive_inputs(rng: random.Random) -> tuple[datetime, list[tuple[int, DateForm]]]:
+    """A `now` (given naive, meaning UTC as every HTTP date does) and dates after it, in all
+    three forms: a naive `now` minus an aware date is a TypeError unless one is made aware."""
+    forms: tuple[DateForm, ...] = ("imf", "rfc850", "asctime")
+    return draw_now(rng), [(rng.randint(1, 10**6), form) for form in forms]
 
 
 @PROBES.seeded("delay_seconds_are_ascii_digits_only")
@@ -761,7 +783,41 @@ def default_now(ns: ModuleType, rng: random.Random) -> JSON:
     offset = default_now_offset(rng)
     later = http_date(datetime.now(UTC) + timedelta(seconds=offset))
     spec: ResponseSpec = ("429, Retry-After a date from now", 429, {"Retry-After": later}, {})
-    return {"returned": classify(ns, spec, now=None)}
+    return {
+        "returned": classify(ns, spec, now=None),
+        "loaded_a_day_ago": attempt(lambda: classify(loaded_a_day_ago(ns), spec, now=None)),
+    }
+
+
+class _DayAgo(datetime):
+    """`datetime` whose ``now`` reads a day early while `SHIFT` says so: a module run under
+    it believes it was loaded a day ago. Any other clock (time.time, ...) is left alone."""
+
+    SHIFT: ClassVar[list[timedelta]] = [timedelta(0)]
+
+    @classmethod
+    def now(cls, tz: Any = None) -> Any:
+        return datetime.now(tz) - cls.SHIFT[0]
+
+
+def loaded_a_day_ago(ns: ModuleType) -> ModuleType:
+    """The submission's module run again, its ``from datetime import datetime`` given
+    `_DayAgo` while the clock reads a day early, then the clock put right: a default `now`
+    computed once, when the function was defined, is then a day old at every call."""
+    text = source_of(ns)
+    if text is None:
+        raise RuntimeError("the submission's source is gone")
+    shim = fresh_module("datetime")
+    shim.__dict__.update(vars(sys.modules["datetime"]))
+    shim.datetime = _DayAgo  # type: ignore[attr-defined]
+    again = fresh_module(f"{ns.__name__}_again", f"{ns.__file__}#again")
+    _DayAgo.SHIFT[0] = timedelta(days=1)
+    try:
+        with registered(shim):
+            run_exported(again, text, again.__file__ or "")
+    finally:
+        _DayAgo.SHIFT[0] = timedelta(0)
+    return again
 
 
 # ─────────────────────────────────────────────────────────────── step 3: the source
@@ -812,6 +868,63 @@ def any_page_size(ns: ModuleType, rng: random.Random) -> JSON:
 def empty_last_page(ns: ModuleType, rng: random.Random) -> JSON:
     last = SHORT - 10
     return read_source(ns, {last: [Fault.next_to(SHORT)]}, results=listing(rng)[:SHORT])
+
+
+def empty_page_detour() -> dict[int, Script]:
+    """The page at offset 10 links past the end, to an empty page whose next leads back to
+    offset 20: a page with no results that is not the last."""
+    far = SHORT + 100
+    return {10: [Fault.next_to(far)], far: [Fault.next_to(20)]}
+
+
+@PROBES.seeded("empty_page_with_a_next_is_followed")
+def empty_page_with_next(ns: ModuleType, rng: random.Random) -> JSON:
+    return read_source(ns, empty_page_detour(), results=listing(rng)[:SHORT])
+
+
+@PROBES.seeded("a_source_reads_again_from_the_start")
+def read_twice(ns: ModuleType, rng: random.Random) -> JSON:
+    return read_source(ns, query="?limit=7", results=listing(rng)[:SHORT], runs=2)
+
+
+def cancel_delay(rng: random.Random) -> float:
+    """When the caller cancels the run: while the page at offset 10 hangs (deadline 600 s)."""
+    return rng.randint(1, 500) / 2
+
+
+@PROBES.seeded("cancelled_run_is_not_retried")
+def cancelled_run(ns: ModuleType, rng: random.Random) -> JSON:
+    """Read a listing whose second page never answers, and cancel the reader after
+    `cancel_delay` seconds: the run must end cancelled, with no request after the hang."""
+    served, cancel_at = listing(rng)[:SHORT], cancel_delay(rng)
+    box: dict[str, Any] = {"items": [], "requests": []}
+
+    async def go(clock: Clock) -> JSON:
+        transport = Recorder(FixtureApp({10: Fault.hang()}, results=served), clock)
+        box["requests"] = transport.requests
+        async with httpx.AsyncClient(transport=transport, base_url=IN_PROCESS_BASE_URL) as client:
+            source = need(ns, "SpaceDevsSource")(
+                client, LISTING + "?limit=10", **source_options(ns, None, 600.0)
+            )
+
+            async def read() -> None:
+                async for launch in source.launches():
+                    box["items"].append(item(launch, False))
+
+            task = asyncio.ensure_future(read())
+            await asyncio.sleep(cancel_at)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                return {"end": {"cancelled": True}}
+            except Exception as exc:
+                return {"end": failure(exc)}
+        return {"end": {"ok": None}}
+
+    seen = vrun(go)
+    end = seen["ok"]["end"] if "ok" in seen else {k: seen[k] for k in seen if k in _OUTCOME}
+    return {"end": end, "items": box["items"], "requests": box["requests"]}
 
 
 @PROBES.seeded("next_leading_back_raises_parse_error")

@@ -509,6 +509,18 @@ def test_poison_items_are_classified(observed: Observed) -> None:
         elif want == MISSING_ID:
             note = "An id is a non-empty str; something that is not a mapping has no id."
         equal(call, value, want, note=note + " Return one of the three reason constants.")
+    order = P.rule_order_items()
+    reasons = listed(seen["rule_order"], len(order), "poison_reason of each item", "reasons")
+    for (label, item), got in zip(order, reasons, strict=True):
+        call = f"poison_reason({label})"
+        want = reason_for(item)
+        equal(
+            call,
+            ok(got, call, show_json(want)),
+            want,
+            note="The first rule an item breaks decides, in order: id, version, payload. A"
+            " payload too deeply nested to serialise (RecursionError) has no canonical form.",
+        )
 
 
 # ─────────────────────────────────────────────────────────────── step 4: upsert_item
@@ -755,6 +767,62 @@ TRANSACTION_CASES = (
 )
 #: The kept stores around each call, in order (the probe's own trigger commits once between).
 KEPT = ("before", "after_first", "after_stale", "after_next", "faulted", "after_failing")
+
+
+def test_interrupted_page_rolls_back(observed: Observed) -> None:
+    seen, rng = seeded(observed, "interrupted_page_rolls_back")
+    s = P.Inputs(rng)
+    opened(seen)
+    at = P.interrupted_at(s, rng)
+    call = (
+        f"ingest_page(conn, ..., items=page 1 with an item raising KeyboardInterrupt at index"
+        f" {at}, expected_cursor=None, next_cursor={s.cursor('p1')!r})"
+    )
+    note = (
+        "Roll back on every exception, BaseException included (except BaseException: ROLLBACK;"
+        " raise): a KeyboardInterrupt mid-page must not leave the page's transaction open."
+    )
+    got = seen["interrupted"]
+    not_done(got, call)
+    check(is_kind(got, "KeyboardInterrupt"), call, show_outcome(got), "raises KeyboardInterrupt")
+    check(
+        seen["interrupted_in_transaction"] is False,
+        call,
+        f"conn.in_transaction is {show_json(seen['interrupted_in_transaction'])} afterwards",
+        "False: the interrupted page was rolled back",
+        note,
+    )
+    judge_store(observed, seen["after_interrupted"], Store().rows(), call, note)
+    store = Store()
+    want = {"ok": store.ingest(P.TENANT, P.SOURCE, s.page("p2"), None, s.cursor("p1"))}
+    again = f"{call}\n          then the same page again, whole, on the same connection"
+    result = seen["again"]
+    not_done(result, again)
+    if not same_result(result, want):
+        raise Fail(message(again, result_text(result), expected_text(want), note))
+    judge_store(observed, seen["after_again"], store.rows(), again, note)
+    payload = (
+        f"{again}\n          then page 2 with an item whose payload raises KeyboardInterrupt"
+        f" while it is serialised, at index {at}"
+    )
+    got = seen["payload"]
+    not_done(got, payload)
+    check(
+        is_kind(got, "KeyboardInterrupt"),
+        payload,
+        show_outcome(got) if "ok" not in got else result_text(got),
+        "raises KeyboardInterrupt",
+        "Catch TypeError, ValueError and RecursionError around canonical_json: those mean no"
+        " canonical form. A KeyboardInterrupt means stop, not poison.",
+    )
+    check(
+        seen["payload_in_transaction"] is False,
+        payload,
+        f"conn.in_transaction is {show_json(seen['payload_in_transaction'])} afterwards",
+        "False: the interrupted page was rolled back",
+        note,
+    )
+    judge_store(observed, seen["after_payload"], store.rows(), payload, note)
 
 
 def test_explicit_transaction_per_page(observed: Observed) -> None:

@@ -48,6 +48,7 @@ from grader.observe import (
     raised,
     suite_salt,
 )
+from workbook.buildchecks.build07_interrupts import Interrupting, InterruptingPayload, nested
 
 PROBES = Probes(suite_salt(__file__))
 #: Parsed once, when the fork server imports this file: every worker inherits them.
@@ -873,10 +874,42 @@ def classified_items(s: Inputs, rng: random.Random) -> list[Any]:
     return items
 
 
+#: Far deeper than any recursion limit: canonical_json raises RecursionError, not ValueError.
+DEEP = 5_000
+
+
+def rule_order_items() -> list[tuple[str, Any]]:
+    """(label, item): items that break two rules at once (the first rule decides), and a
+    payload nested `DEEP` lists deep. Labels, not reprs: the deep one has no repr."""
+    return [
+        (
+            "{'id': 7, 'version': '1', 'payload': {'lat': nan}}",
+            {"id": 7, "version": "1", "payload": {"lat": math.nan}},
+        ),
+        ("{'version': True}", {"version": True}),
+        (
+            "{'id': 'v-and-p', 'version': '2', 'payload': {'lat': nan}}",
+            {"id": "v-and-p", "version": "2", "payload": {"lat": math.nan}},
+        ),
+        ("{'id': 'v-and-no-p', 'version': 1.0}", {"id": "v-and-no-p", "version": 1.0}),
+        (
+            "{'id': 'big-and-set', 'version': 2**63, 'payload': {'a', 'b'}}",
+            {"id": "big-and-set", "version": 2**63, "payload": {"a", "b"}},
+        ),
+        (
+            f"{{'id': 'deep', 'version': 1, 'payload': [[[...]]] ({DEEP} lists deep)}}",
+            {"id": "deep", "version": 1, "payload": nested(DEEP)},
+        ),
+    ]
+
+
 @PROBES.seeded("poison_items_are_classified")
 def classified(ns: ModuleType, rng: random.Random) -> JSON:
     items = classified_items(Inputs(rng), rng)
-    return {"reasons": [attempt_call(ns, "poison_reason", item) for item in items]}
+    return {
+        "reasons": [attempt_call(ns, "poison_reason", item) for item in items],
+        "rule_order": [attempt_call(ns, "poison_reason", item) for _, item in rule_order_items()],
+    }
 
 
 # ─────────────────────────────────────────────────────────────── step 4: upsert_item
@@ -1125,6 +1158,50 @@ def explicit_transaction(ns: ModuleType, rng: random.Random) -> JSON:
         seen["after_failing"] = keep(path, f"{name}.5")
         clear_faults(path)
         seen["state"] = snapshot(path)
+        return seen
+    finally:
+        close(conn)
+        remove_store(path)
+
+
+def interrupted_at(s: Inputs, rng: random.Random) -> int:
+    """Where in page p2 the interrupting item goes: after at least one written item."""
+    return rng.randint(1, len(s.page("p2")))
+
+
+@PROBES.seeded("interrupted_page_rolls_back")
+def interrupted(ns: ModuleType, rng: random.Random) -> JSON:
+    """A first page with a KeyboardInterrupt raised mid-page, then that page again, then a
+    second page whose item's payload interrupts its serialising, all on one connection: an
+    interrupted call must leave no transaction open and nothing written."""
+    s = Inputs(rng)
+    path = fresh_path()
+    conn, opened = open_conn(ns, path)
+    if conn is None:
+        return {"opened": opened}
+    name = "interrupted_page_rolls_back"
+    page, at = s.page("p2"), interrupted_at(s, rng)
+    later = s.page("p3")
+    later.insert(at, {"id": f"stop.{s.mark}", "version": 1, "payload": InterruptingPayload(a=1)})
+    steps = (
+        ("interrupted", [*page[:at], Interrupting(), *page[at:]], None, "p1"),
+        ("again", s.page("p2"), None, "p1"),
+        ("payload", later, "p1", "p2"),
+    )
+    seen: dict[str, JSON] = {"opened": opened}
+    try:
+        for step, items, expected, nxt in steps:
+            seen[step] = call_ingest(
+                ns,
+                conn,
+                tenant=TENANT,
+                source=SOURCE,
+                items=items,
+                expected=s.cursor(expected),
+                next_cursor=s.cursor(nxt),
+            )
+            seen[f"{step}_in_transaction"] = in_transaction(conn)
+            seen[f"after_{step}"] = keep(path, f"{name}.{step}")
         return seen
     finally:
         close(conn)
