@@ -90,7 +90,18 @@ class Wait:
 
     @property
     def capped(self) -> bool:
+        """The cap cut the range this wait is drawn from (or, without jitter, the wait)."""
         return self.uncapped > self.high
+
+    @property
+    def cut(self) -> bool:
+        """The wait slept is the cap itself, because the cap cut it.
+
+        Without jitter every capped wait is; with full or equal jitter a draw from a cut range
+        still lands below the cap, so it is not; decorrelated jitter draws first and caps after,
+        so a draw above the cap becomes exactly the cap.
+        """
+        return self.source == "backoff" and self.capped and self.computed >= self.high
 
     @property
     def end(self) -> float:
@@ -164,15 +175,44 @@ def herd(settings: Settings) -> tuple[Schedule, ...]:
 CROWD_WINDOW = 0.010
 
 
+def rolling(
+    schedules: Sequence[Schedule], window: float = CROWD_WINDOW
+) -> tuple[list[float], list[int]]:
+    """How many retries reached the server within the last `window` seconds, over time.
+
+    Returns a step function as ``(edges, counts)``: ``counts[i]`` holds from ``edges[i]`` to
+    ``edges[i + 1]`` (``len(edges) == len(counts) + 1``; both empty without retries). A retry
+    at ``t`` counts from ``t`` until just after ``t + window``, so retries exactly `window`
+    apart are counted together, as `crowd` does. Its maximum is `crowd`.
+    """
+    # +1 when a retry arrives, -1 once it is older than the window; arrivals before departures
+    # at one instant, so a window's two ends both count.
+    events = sorted(
+        [(t, 0, 1) for s in schedules for t in s.retries]
+        + [(t + window + _SLACK, 1, -1) for s in schedules for t in s.retries]
+    )
+    edges: list[float] = []
+    counts: list[int] = []
+    level = 0
+    for at, _order, step in events:
+        level += step
+        if edges and at == edges[-1]:
+            counts[-1] = level
+        else:
+            edges.append(at)
+            counts.append(level)
+    if counts:
+        counts.pop()  # the level after the last event is 0: the last edge closes the function
+    return edges, counts
+
+
 def crowd(schedules: Sequence[Schedule], window: float = CROWD_WINDOW) -> int:
     """The most retries, across all `schedules`, that start within any `window` seconds."""
-    times = sorted(t for s in schedules for t in s.retries)
-    most, first = 0, 0
-    for last, at in enumerate(times):
-        while at - times[first] > window + 1e-12:
-            first += 1
-        most = max(most, last - first + 1)
-    return most
+    return max(rolling(schedules, window)[1], default=0)
+
+
+#: Float slack on the window's far end, so that 10 ms computed as 0.21 - 0.2 still counts.
+_SLACK = 1e-12
 
 
 def seconds_text(seconds: float) -> str:

@@ -189,7 +189,7 @@ def table(results: Iterable[Measurement], clients: int = 100) -> str:
     """A fixed-width table at `clients`: ours next to the published port's numbers."""
     rows = at(results, clients)
     lines = [
-        f"{'strategy':<24}{'calls':>8}{'time (ms)':>11}   {'published calls':>15}{'time (ms)':>11}",
+        f"{'strategy':<24}{'calls':>8}{'time (ms)':>11}   {'port calls':>15}{'time (ms)':>11}",
     ]
     for strategy in STRATEGIES:
         if strategy not in rows:

@@ -9,7 +9,7 @@ Three layers, kept apart so each can be tested alone:
   `snapshot(**settings)` is the static picture for stored outputs.
 - *The panel* (here): `explore(**settings)` wraps the drawing in an ipywidgets panel that
   redraws on every change, replacing its one image, and states a one-line summary in an HTML
-  element with the CSS class ``backoff-summary``.
+  element with the CSS class ``backoff-summary`` (once: the live picture has no title).
 
 Notebooks use this module alone (``from workbook import explorer``): every name of the two
 layers below is here too. It is not a retry loop and has no per-attempt backoff function to
@@ -39,6 +39,7 @@ from workbook.backoff_schedule import (
     Wait,
     crowd,
     herd,
+    rolling,
     schedule,
     summary,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "explore",
     "herd",
     "png",
+    "rolling",
     "schedule",
     "snapshot",
     "summary",
@@ -208,7 +210,8 @@ class BackoffExplorer(widgets.VBox):  # type: ignore[misc]
         enabled = settings.retry_after is not None
         self.controls["retry_after"].disabled = not enabled
         self.controls["retry_after_on"].disabled = not enabled
-        self.figure = draw(settings)
+        # The summary line above says it all once; the picture carries no copy of it.
+        self.figure = draw(settings, title=False)
         self.image.value = png(self.figure, dpi=PANEL_DPI)
         self.summary.value = f"<b>{html.escape(summary(settings))}</b>"
 
@@ -238,7 +241,9 @@ class BackoffExplorer(widgets.VBox):  # type: ignore[misc]
         # text is the summary rather than a repr that names every child widget.
         data: dict[str, Any] = dict(super()._repr_mimebundle_(**kwargs) or {})
         data["text/plain"] = f"backoff explorer: {summary(self.settings)}"
-        data["image/png"] = base64.b64encode(png(self.figure)).decode("ascii")
+        # Without the live summary line, the fallback picture carries the summary as its title.
+        titled = draw(self.settings)
+        data["image/png"] = base64.b64encode(png(titled)).decode("ascii")
         return data
 
 

@@ -6,13 +6,18 @@ Each control gets at least one test showing the figure changes the way the formu
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import StepPatch
+from matplotlib.text import Annotation
 
 from workbook import explorer
 from workbook.explorer import BackoffExplorer, Settings
@@ -52,10 +57,29 @@ def cap_line(fig: Figure) -> float:
     return float(line.get_ydata()[0])
 
 
+def herd_curve(fig: Figure) -> StepPatch:
+    (curve,) = [p for p in axis(fig, "herd").patches if p.get_label() == "retries"]
+    assert isinstance(curve, StepPatch)
+    return curve
+
+
 def herd_counts(fig: Figure) -> list[float]:
-    container = bars(axis(fig, "herd"), "retries")
-    assert container is not None
-    return [p.get_height() for p in container]
+    """The herd panel's rolling count: retries within the last 10 ms, step by step."""
+    values, _edges, _baseline = herd_curve(fig).get_data()
+    return [float(v) for v in values]
+
+
+def spikes(counts: list[float]) -> list[float]:
+    """The height of each run of non-zero counts (one burst of retries)."""
+    found: list[float] = []
+    level = 0.0
+    for count in [*counts, 0.0]:
+        if count:
+            level = max(level, count)
+        elif level:
+            found.append(level)
+            level = 0.0
+    return found
 
 
 def formula(base: float, cap: float, attempts: int) -> list[float]:
@@ -67,7 +91,7 @@ def fast_png(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """These tests read the figure's data, not its pixels: skip the Agg rendering (most of
     the time of a redraw) except in tests that ask for the ``real_png`` fixture."""
     if "real_png" not in request.fixturenames:
-        monkeypatch.setattr(explorer, "png", lambda fig, dpi=80: fig.get_suptitle().encode())
+        monkeypatch.setattr(explorer, "png", lambda fig, dpi=80: repr(id(fig)).encode())
 
 
 @pytest.fixture
@@ -237,25 +261,57 @@ def test_without_jitter_the_whole_herd_retries_at_the_same_instants(
 ) -> None:
     panel.controls["clients"].value = 50
     counts = herd_counts(panel.figure)
-    assert sum(counts) == 50 * 8
-    assert sorted(c for c in counts if c) == [50.0] * 8  # 8 retries, each by all 50 at once
+    assert spikes(counts) == [50.0] * 8  # 8 retries, each by all 50 at once
     assert "50 clients, up to 50 retries within 10 ms" in panel.summary.value
 
 
 def test_full_jitter_spreads_the_herd(panel: BackoffExplorer) -> None:
     panel.controls["clients"].value = 50
-    assert "up to 50 within 10 ms" in axis(panel.figure, "herd").get_title()
     panel.controls["jitter"].value = "full"
     counts = herd_counts(panel.figure)
-    assert sum(counts) == 50 * 8
-    assert sum(1 for c in counts if c) > 8  # more distinct moments than the 8 retries
-    assert explorer.crowd(explorer.herd(panel.settings)) < 50 / 3
-    assert "up to 11 within 10 ms" in axis(panel.figure, "herd").get_title()
+    assert len(spikes(counts)) > 8  # more distinct bursts than the 8 retries
+    peak = explorer.crowd(explorer.herd(panel.settings))
+    assert max(counts) == peak < 50 / 3
+    assert f"up to {peak} retries within 10 ms" in panel.summary.value
 
 
-def test_one_client_is_a_herd_of_one(panel: BackoffExplorer) -> None:
-    assert sum(herd_counts(panel.figure)) == 8
-    assert max(herd_counts(panel.figure)) == 1
+def test_the_herd_panel_peaks_at_the_summary_count() -> None:
+    # The rolling count and the summary's crowd are one mechanism: their maxima agree.
+    for jitter in ("none", "full", "equal", "decorrelated"):
+        settings = Settings(max_attempts=9, clients=40, jitter=jitter, seed=4)
+        fig = explorer.draw(settings)
+        assert max(herd_counts(fig)) == explorer.crowd(explorer.herd(settings))
+
+
+def test_rolling_count_matches_counting_by_hand() -> None:
+    rng = random.Random(7)
+    times = sorted(round(rng.uniform(0, 0.2), 3) for _ in range(60))
+    schedules = [explorer.Schedule(0, (0.0, t), ()) for t in times]
+    edges, counts = explorer.rolling(schedules)
+    assert len(edges) == len(counts) + 1
+    for left, count in zip(edges, counts, strict=False):
+        # At each step's start, the retries at most 10 ms old.
+        assert count == sum(1 for t in times if t <= left < t + 0.010 + 1e-12)
+    brute = max(sum(1 for u in times if 0 <= u - t <= 0.010 + 1e-12) for t in times)
+    assert explorer.crowd(schedules) == brute
+
+
+def test_every_picture_of_a_herd_shares_one_scale() -> None:
+    # The y-axis tops at the herd size, jitter or not, so a spread herd looks smaller.
+    tops = {
+        jitter: axis(
+            explorer.draw(Settings(max_attempts=9, clients=20, jitter=jitter)), "herd"
+        ).get_ylim()[1]
+        for jitter in ("none", "full", "decorrelated")
+    }
+    assert len(set(tops.values())) == 1
+    assert tops["none"] >= 20
+
+
+def test_one_client_has_no_herd_panel(panel: BackoffExplorer) -> None:
+    assert [ax.get_label() for ax in panel.figure.axes] == ["timeline", "waits"]
+    panel.controls["clients"].value = 2
+    assert [ax.get_label() for ax in panel.figure.axes] == ["timeline", "herd", "waits"]
 
 
 def test_client_one_does_not_depend_on_the_herd_size(panel: BackoffExplorer) -> None:
@@ -263,7 +319,7 @@ def test_client_one_does_not_depend_on_the_herd_size(panel: BackoffExplorer) -> 
     alone = wait_heights(panel.figure)
     panel.controls["clients"].value = 120
     assert wait_heights(panel.figure) == alone
-    assert sum(herd_counts(panel.figure)) == 120 * 8
+    assert max(herd_counts(panel.figure)) == explorer.crowd(explorer.herd(panel.settings))
 
 
 def test_seed_changes_jittered_schedules_and_repeats_exactly(panel: BackoffExplorer) -> None:
@@ -335,6 +391,85 @@ def test_mimebundle_carries_a_static_fallback(panel: BackoffExplorer, real_png: 
     assert "application/vnd.jupyter.widget-view+json" in data
     assert data["image/png"]
     assert data["text/plain"].startswith("backoff explorer: 9 attempts · 8 sleeps")
+
+
+def test_the_summary_is_said_once(panel: BackoffExplorer) -> None:
+    # Live, the summary line says it and the picture has no title; a snapshot (a picture
+    # alone) carries it as its title.
+    assert panel.figure.get_suptitle() == ""
+    assert "9 attempts · 8 sleeps" in panel.summary.value
+    shot = explorer.snapshot(max_attempts=9)
+    assert shot.figure.get_suptitle().startswith("9 attempts · 8 sleeps")
+
+
+# --- what the picture must not get wrong ----------------------------------------------------
+
+
+def _label_boxes(fig: Figure) -> list[tuple[str, float, float]]:
+    renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]
+    found = []
+    for child in axis(fig, "timeline").get_children():
+        if isinstance(child, Annotation):
+            box = child.get_window_extent(renderer)
+            found.append((child.get_text(), box.x0, box.x1))
+    return sorted(found, key=lambda b: b[1])
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        Settings(max_attempts=9),
+        Settings(max_attempts=12),
+        Settings(max_attempts=9, clients=20, jitter="full"),
+        Settings(max_attempts=12, clients=50, jitter="equal", seed=3),
+        Settings(max_attempts=6, clients=20, jitter="full", retry_after=5.0, retry_after_on=2),
+        Settings(max_attempts=12, base_delay=0.05, cap=60.0),
+    ],
+)
+def test_attempt_labels_never_overlap(settings: Settings) -> None:
+    boxes = _label_boxes(explorer.draw(settings))
+    assert boxes[0][0] == "#1" and boxes[-1][0] == f"#{settings.max_attempts}"
+    for (left, _, left_end), (right, right_start, _) in itertools.pairwise(boxes):
+        assert left_end <= right_start, f"{left} overlaps {right}"
+
+
+def _wait_colours(fig: Figure) -> list[str]:
+    container = bars(axis(fig, "waits"), "sleeps")
+    assert container is not None
+    return [to_hex(p.get_facecolor()) for p in container]
+
+
+def test_a_jittered_wait_below_the_cap_is_not_cut_by_it() -> None:
+    settings = Settings(max_attempts=9, jitter="full")
+    fig = explorer.draw(settings)
+    purple = to_hex("#7b4fa8")
+    for wait, colour in zip(explorer.schedule(settings).waits, _wait_colours(fig), strict=True):
+        assert wait.seconds < settings.cap
+        assert colour != purple
+    # The range it was drawn from was cut, and the picture says so on the range's box.
+    ranges = bars(axis(fig, "waits"), "jitter range")
+    assert ranges is not None
+    assert [to_hex(p.get_edgecolor()) == purple for p in ranges] == [False] * 6 + [True] * 2
+
+
+def test_only_waits_equal_to_the_cap_are_coloured_cut() -> None:
+    purple = to_hex("#7b4fa8")
+    for jitter in ("none", "decorrelated"):
+        settings = Settings(max_attempts=12, jitter=jitter, seed=5)
+        fig = explorer.draw(settings)
+        waits = explorer.schedule(settings).waits
+        cut = [c == purple for c in _wait_colours(fig)]
+        assert cut == [w.seconds == settings.cap for w in waits]
+        assert any(cut)
+
+
+def test_legends_sit_outside_the_panels() -> None:
+    fig = explorer.draw(Settings(max_attempts=9, clients=20, jitter="full"))
+    renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        assert legend is not None
+        assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
 
 
 def test_set_rejects_unknown_controls(panel: BackoffExplorer) -> None:
