@@ -78,7 +78,7 @@ def seconds_until(value: str, now: datetime) -> float | None:
         return float(int(text))
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # a year past 2**31 overflows
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=now.tzinfo)

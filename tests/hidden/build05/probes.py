@@ -155,6 +155,7 @@ MALFORMED: tuple[str, ...] = (
     "tomorrow at noon",
     "NaN",
     "inf",
+    "Sun, 06 Nov 99999999999 08:49:37 GMT",  # parsedate_to_datetime raises OverflowError
 )
 
 
@@ -186,6 +187,7 @@ NOT_PAGES: tuple[ResponseSpec, ...] = (
     ("200, no next", 200, {}, {"json": {"count": 0, "results": []}}),
     ("200, next a number", 200, {}, {"json": {**PAGE, "next": 2}}),
     ("200, not UTF-8", 200, {}, {"content": b'{"next": null, "results": ["\xff\xfe"]}'}),
+    ("200, nested past the recursion limit", 200, {}, {"content": b"[" * 100_000 + b"]" * 100_000}),
 )
 TRANSIENT_CASES: tuple[ResponseSpec, ...] = (
     ("429, Retry-After: 5", 429, {"Retry-After": "5"}, {}),
