@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from grader import Runner
-from grader.cache import Cache, grade_key, grader_digest
+from grader.cache import Cache, grade_key, grader_digest, raw_key
 from grader.cleanup import remove_stale_scratch
 from grader.digest import content_id
 from grader.discovery import (
@@ -53,7 +53,7 @@ from grader.sandbox import WALLS_MODES, Limits, WallsMode, refusal, walls_identi
 from grader.suites import has_suite, load_suite
 from grader.wheats import HEADER, TestCells, read_test_cells, zero_results
 from workbook.errors import WorkbookError
-from workbook.export import export_source
+from workbook.export import GRADED_TAGS, cell_source, cell_tags, export_source, read_notebook
 from workbook.manifest import Entry, Manifest, load_manifest, repo_root
 
 __all__ = ["ClassReport", "LearnerGrade", "grade_and_report", "grade_class", "main"]
@@ -71,6 +71,8 @@ class BuildJob:
     cells: TestCells | None = None
     """Its test cells, when the build has learner tests (graded against the reference)."""
     key: str | None = None
+    raw: str | None = None
+    """`grader.cache.raw_key` of its stored graded cells (None when they cannot be read)."""
     grade: BuildGrade | None = None
 
 
@@ -214,6 +216,13 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
         reason = found.problem or NOT_SUBMITTED
         job.grade = BuildGrade(entry, found, _zero(entry, "", reason, Outcome.NOT_LOADED))
         return
+    job.raw = _raw(entry, found.path, digest)
+    alias = cache.get_alias(job.raw) if job.raw is not None else None
+    hit = cache.get(alias[0]) if alias is not None else None
+    if alias is not None and hit is not None:
+        job.key = alias[0]
+        job.grade = BuildGrade(entry, found, _relabel(hit, found.shown), alias[1], cached=True)
+        return
     try:
         source = export_source(found.path)
     except WorkbookError as exc:
@@ -238,6 +247,24 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
     hit = cache.get(job.key)
     if hit is not None:
         job.grade = BuildGrade(entry, found, _relabel(hit, found.shown), source_id, cached=True)
+        if job.raw is not None:
+            cache.put_alias(job.raw, job.key, source_id)
+
+
+def _raw(entry: Entry, path: Path, digest: str) -> str | None:
+    """The `raw_key` of the notebook's graded cells as stored, or None if it cannot be read
+    (the export then says why)."""
+    try:
+        cells = [
+            [cell_tags(c), cell_source(c)]
+            for c in read_notebook(path)["cells"]
+            if isinstance(c, dict)
+            and c.get("cell_type") == "code"
+            and set(cell_tags(c)) & set(GRADED_TAGS)
+        ]
+    except Exception:  # a notebook that cannot be read gets its reason from the export
+        return None
+    return raw_key(entry.number, digest, cells)
 
 
 def _relabel(result: SubmissionResult, label: str) -> SubmissionResult:
@@ -270,10 +297,10 @@ def _grade(job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache, 
     except Exception as exc:  # the grader's own failure: reported, never cached
         reason = f"{GRADER_FAULT} {type(exc).__name__}: {one_line(str(exc), 300)}"
         result = _zero(entry, job.found.shown, reason, Outcome.GRADER_FAULT)
-    cache.put(job.key, result)
-    job.grade = BuildGrade(
-        entry, job.found, result, content_id("submission", job.source), cached=False
-    )
+    source_id = content_id("submission", job.source)
+    if cache.put(job.key, result) and job.raw is not None:
+        cache.put_alias(job.raw, job.key, source_id)
+    job.grade = BuildGrade(entry, job.found, result, source_id, cached=False)
 
 
 def _stub_ids(builds: Sequence[Entry], root: Path) -> dict[str, str]:

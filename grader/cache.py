@@ -78,6 +78,15 @@ def grade_key(build: str, grader: str, source_id: str, tests_id: str | None = No
     return content_id("grade", canonical_json(parts))
 
 
+def raw_key(build: str, grader: str, cells: list[list[Any]]) -> str:
+    """A second key for the same grade: from the graded cells as stored (tags and text, in
+    order), before any export or compile. Equal stored cells export to equal text, so a
+    cached re-run reads each notebook's JSON and nothing more (a notebook crafted to cost
+    the compiler seconds costs them once)."""
+    parts = {"build": build, "grader": grader, "cells": cells}
+    return content_id("stored cells", canonical_json(parts))
+
+
 class Cache:
     """Grades on disk, one JSON file per content id. A file that is missing, unreadable or not
     for its key is a miss; grades the grader itself failed to produce are never stored."""
@@ -100,6 +109,27 @@ class Cache:
             return None
         # Never served, even if an older grader stored one: a fault says nothing of the work.
         return None if result.grader_fault else result
+
+    def get_alias(self, raw: str) -> tuple[str, str] | None:
+        """The grade key and submission id `raw` (a `raw_key`) stands for, if recorded."""
+        try:
+            data = json.loads(self._path(raw).read_text(encoding="utf-8"))
+            if data.get("key") != raw or not all(
+                isinstance(data.get(k), str) for k in ("alias", "source_id")
+            ):
+                return None
+            return data["alias"], data["source_id"]
+        except (OSError, ValueError, AttributeError):
+            return None
+
+    def put_alias(self, raw: str, key: str, source_id: str) -> None:
+        """Record that the stored cells with key `raw` export to the submission `source_id`,
+        graded under `key` (only once that grade is stored)."""
+        data = {"key": raw, "alias": key, "source_id": source_id}
+        try:
+            replace_file(self._path(raw), json.dumps(data, sort_keys=True) + "\n")
+        except OSError:
+            self.unwritten += 1
 
     def put(self, key: str, result: SubmissionResult) -> bool:
         """Store `result` under `key`; False when it was not stored (a grader fault, or the

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import Outcome, ProbeRecord, load_suite, prove
+from grader import Outcome, ProbeRecord, batch, load_suite, prove
 from grader.batch import ClassReport, LearnerGrade, grade_and_report, grade_class
 from grader.judging import Observed, verdict
 from grader.observe import inputs_seed, tag_of
@@ -274,13 +274,26 @@ def outputs(out: Path) -> dict[str, bytes]:
     }
 
 
-def test_rerunning_grades_nothing_and_rewrites_the_same_bytes(tmp_path: Path) -> None:
+def test_rerunning_grades_nothing_and_rewrites_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     submissions, out = tmp_path / "class", tmp_path / "grades"
     small_class(submissions)
     first = grade_class(submissions, out, progress=io.StringIO())
     assert first.graded == 3  # build 03 each; the other builds were not handed in
     before = outputs(out)
-    again = grade_class(submissions, out, progress=io.StringIO())
+    with monkeypatch.context() as patched:
+        # A cached re-run reads a submission's stored cells and nothing more: no export, no
+        # compile (the untouched stubs, exported to recognise them, are the repository's).
+        export = export_source
+
+        def no_export(path: Path) -> str:
+            if submissions in Path(path).parents:
+                raise AssertionError(f"exported {path} on a cached re-run")
+            return export(path)
+
+        patched.setattr(batch, "export_source", no_export)
+        again = grade_class(submissions, out, progress=io.StringIO())
     assert (again.graded, again.from_cache) == (0, first.graded)
     assert outputs(out) == before
     # One learner changes one build: only that notebook runs again.
