@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+import tempfile
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -563,20 +565,34 @@ CHEATS: tuple[Learner, ...] = (
 # doing the work.
 
 _RECORDED: dict[str, dict[str, Any]] = {}
+_ARTEFACTS: dict[str, Path] = {}
 
 
 def recorded(build: str) -> dict[str, Any]:
     """What the probes observe of build `build`'s solution, by probe (``name@2`` for the
     second interpreter): the observations a forgery replays."""
-    if build not in _RECORDED:
-        entry = MANIFEST.entry(build)
-        with Runner() as runner:
-            run = runner.run_probes(export_source(ROOT / str(entry.solution)), load_suite(build))
-            _RECORDED[build] = {k: r.obs for k, r in run.records.items() if r.status == "done"}
-            discard = getattr(runner, "discard", None)
-            if discard is not None:
-                discard(run)
+    _record(build)
     return _RECORDED[build]
+
+
+def recorded_artefacts(build: str) -> Path:
+    """The files the runner copied out of that same run (kept stores and JSONL files)."""
+    _record(build)
+    return _ARTEFACTS[build]
+
+
+def _record(build: str) -> None:
+    if build in _RECORDED:
+        return
+    entry = MANIFEST.entry(build)
+    with Runner() as runner:
+        run = runner.run_probes(export_source(ROOT / str(entry.solution)), load_suite(build))
+        _RECORDED[build] = {k: r.obs for k, r in run.records.items() if r.status == "done"}
+        kept = Path(tempfile.mkdtemp(prefix=f"rit-recorded-{build}-"))
+        if run.artefacts is not None:
+            shutil.copytree(run.artefacts, kept, dirs_exist_ok=True)
+        _ARTEFACTS[build] = kept
+        runner.discard(run)
 
 
 #: What every replaying forgery starts with: the recorded observations, and how to make one

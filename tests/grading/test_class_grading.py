@@ -159,6 +159,7 @@ def test_a_replayed_report_passes_no_test_of_any_build(build: str) -> None:
     source = export_source(corpus.ROOT / str(corpus.MANIFEST.entry(build).solution))
     other = source + "\n# another learner's answers\n"
     records = {}
+    files = corpus.recorded_artefacts(build)  # the solution's own files, replayed too
     for key, obs in corpus.recorded(build).items():
         name = key.split("@")[0]
         if isinstance(obs, dict) and "seed" in obs:
@@ -167,11 +168,11 @@ def test_a_replayed_report_passes_no_test_of_any_build(build: str) -> None:
     passed = [
         name
         for name, judge in suite.judges.by_name.items()
-        if verdict(judge, Observed(records, source=other)).kind is Outcome.PASSED
+        if verdict(judge, Observed(records, source=other, artefacts=files)).kind is Outcome.PASSED
     ]
     assert passed == []
     recorded = {k: ProbeRecord(k, "done", o) for k, o in corpus.recorded(build).items()}
-    honest = Observed(recorded, source=source)
+    honest = Observed(recorded, source=source, artefacts=files)
     assert all(verdict(j, honest).kind is Outcome.PASSED for j in suite.judges), build
 
 
