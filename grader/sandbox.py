@@ -194,12 +194,21 @@ def server_command(
     root = os.geteuid() == 0
     # Root keeps the init user namespace, where each worker can drop to a uid of its own.
     # Anyone else gets a user namespace, in which the server keeps CAP_SYS_ADMIN: it makes
-    # each job's namespaces and mounts (the learner's process locks itself out of it).
+    # each job's namespaces and mounts (the learner's process locks itself out of it), and
+    # CAP_NET_ADMIN, to bring up each job's loopback.
     spaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
     if root:
         command = [found, *spaces, "--unshare-cgroup-try"]
     else:
-        command = [found, "--unshare-all", "--cap-add", "CAP_SYS_ADMIN"]
+        # CAP_NET_ADMIN: each job brings up the loopback of its own network namespace.
+        command = [
+            found,
+            "--unshare-all",
+            "--cap-add",
+            "CAP_SYS_ADMIN",
+            "--cap-add",
+            "CAP_NET_ADMIN",
+        ]
     command += ["--die-with-parent", "--new-session", "--clearenv"]
     for name, value in environment(hashseed).items():
         command += ["--setenv", name, value]
