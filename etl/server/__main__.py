@@ -26,7 +26,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m etl.server",
         description="Serve the shipped launches as Launch Library 2 pages, with scripted faults.",
-        epilog="Example: python -m etl.server --fault 10=503@2,ok --fault 20=*404",
+        epilog="Example: python -m etl.server --fault 10=503@2,ok --fault 20=*404 "
+        "--fault 30=inserted@3",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
@@ -36,7 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         metavar="OFFSET=FAULT[,FAULT...]",
         help="script the requests for one page (repeatable); FAULT is ok, 503, 503@5, "
-        "429@date:5, hang, hang@30, badjson, revised, next@0; OFFSET=*FAULT for every request",
+        "429@date:5, hang, hang@30, badjson, revised, next@0, inserted@3 (3 new launches at "
+        "the top before this answer: later pages shift down); OFFSET=*FAULT for every request",
     )
     parser.add_argument("--launches", type=int, default=None, help="serve only the first N")
     parser.add_argument("--quiet", action="store_true", help="do not print each request")

@@ -12,8 +12,9 @@ It serves two ways with the same code:
 - over real HTTP on 127.0.0.1, under uvicorn: `etl.server.serving.BackgroundServer` for a
   notebook or a test, ``python -m etl.server`` for a learner with a browser or curl.
 
-One app is one server, with its own script, counters and request log: a fresh app with the
-same script answers a repeated run with the same responses (dates aside: they follow `clock`).
+One app is one server, with its own script, counters, request log and listing (which
+`Fault.inserted` grows): a fresh app with the same script answers a repeated run with the same
+responses (dates aside: they follow `clock`).
 
 Every reply is JSON. An error (a scripted 429 or 503, an unknown path) carries an object with a
 ``detail``, as the real API's errors do; a ``limit`` or ``offset`` that is not a whole number in
@@ -28,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -38,7 +40,7 @@ import httpx
 
 from etl.data import launch_results
 from etl.server.dates import RetryAt, http_date
-from etl.server.faults import FaultPlan, Script
+from etl.server.faults import Fault, FaultPlan, Script
 
 #: The path Launch Library 2 serves launches under (API version 2.3.0).
 LAUNCHES_PATH = "/2.3.0/launches/"
@@ -93,9 +95,10 @@ class _Response:
 class FixtureApp:
     """The ASGI app. One instance is one server: its own script, counters and request log.
 
-    What it serves is a function of (offset, limit, the request's number for that offset) and,
-    for Date and HTTP-date Retry-After headers only, `clock`: a repeated run against a fresh
-    app with the same script sees the same responses.
+    What it serves is a function of (offset, limit, the request's number for that offset,
+    the launches inserted so far) and, for Date and HTTP-date Retry-After headers only,
+    `clock`: a repeated run against a fresh app with the same script sees the same responses.
+    `results` is the listing as it stands, inserted launches included.
     """
 
     def __init__(
@@ -117,6 +120,7 @@ class FixtureApp:
         self.on_request = on_request
         self.log: list[LoggedRequest] = []
         self._counts: dict[int, int] = {}
+        self._inserted = 0
 
     @property
     def count(self) -> int:
@@ -128,9 +132,27 @@ class FixtureApp:
         return self._counts.get(offset, 0)
 
     def reset(self) -> None:
-        """Forget the log and the per-page counters: scripts start again from request 1."""
+        """Forget the log and the per-page counters, and take inserted launches out again:
+        scripts start again from request 1, on the listing the app started with."""
         self.log.clear()
         self._counts.clear()
+        del self.results[: self._inserted]
+        self._inserted = 0
+
+    def _insert(self, fault: Fault) -> None:
+        # New launches at the top, each a day before the one below it, so a listing sorted by
+        # ``net`` stays sorted. Numbered across the app's life: every one has its own id.
+        top = self.results[0] if self.results else launch_results()[0]
+        new: list[dict[str, Any]] = []
+        for back in range(fault.launches, 0, -1):
+            number = self._inserted + len(new) + 1
+            launch = _shifted(top, days=-back)
+            launch["id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{REAL_API_URL}#inserted-{number}"))
+            launch["name"] = f"Inserted launch {number}"
+            launch["mission"] = None
+            new.append(launch)
+        self.results[:0] = new
+        self._inserted += len(new)
 
     def _now(self) -> datetime:
         # HTTP dates have whole seconds; truncate once so every header agrees.
@@ -208,6 +230,9 @@ class FixtureApp:
         fault = self.plan.fault_for(offset, nth)
         entry.offset, entry.limit, entry.nth = offset, limit, nth
         entry.fault = None if fault is None else str(fault)
+        if fault is not None and fault.kind == "inserted":
+            # Also before any await: the listing changes between two requests, never during one.
+            self._insert(fault)
 
         if fault is not None and fault.kind == "error":
             response = _json(fault.status, _error_detail(fault.status, fault.retry_after))
@@ -230,7 +255,7 @@ class FixtureApp:
 
         results = self.results[offset : offset + limit]
         if fault is not None and fault.kind == "revised" and results:
-            results = [_slipped(results[0]), *results[1:]]
+            results = [_shifted(results[0], days=1), *results[1:]]
         next_offset: int | None = offset + limit if offset + limit < self.count else None
         if fault is not None and fault.kind == "next_to":
             next_offset = fault.next_offset
@@ -283,11 +308,12 @@ def _url(scope: Scope, path: str, query: list[tuple[str, str]]) -> str:
     return f"{base}?{urlencode(query)}" if query else base
 
 
-def _slipped(result: dict[str, Any]) -> dict[str, Any]:
-    revised = copy.deepcopy(result)
-    net = datetime.fromisoformat(revised["net"].replace("Z", "+00:00"))
-    revised["net"] = (net + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return revised
+def _shifted(result: dict[str, Any], *, days: int) -> dict[str, Any]:
+    """A copy of `result` whose ``net`` is `days` later (earlier when negative)."""
+    moved = copy.deepcopy(result)
+    net = datetime.fromisoformat(moved["net"].replace("Z", "+00:00"))
+    moved["net"] = (net + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moved
 
 
 def _error_detail(status: int, retry_after: str | RetryAt | None) -> dict[str, Any]:

@@ -4,6 +4,7 @@ Faults are scripted per page and per request, so every run of a test sees the sa
 ``FixtureApp({20: [Fault.unavailable(), None, Fault.revised()]})`` answers the first request for
 ``offset=20`` with 503, the second normally, the third with a revised page, and every later one
 normally. A repeat of the same request is counted, never guessed: the app keeps a request log.
+Most faults change one response; `Fault.inserted` changes the listing itself, from that request on.
 
 Every fault has a text form, ``str(fault)``, that `Fault.parse` reads back; `FaultPlan.parse`
 and `FaultPlan.describe` do the same for a whole plan (``python -m etl.server --fault``).
@@ -22,7 +23,7 @@ HANG_SECONDS = 3600.0
 #: The body of `Fault.bad_json`: a page cut off mid-stream, as a dropped proxy connection leaves it.
 TRUNCATED_JSON = b'{"count": 300, "next": null, "previous": null, "results": [{"id": "5d08'
 
-FaultKind = Literal["error", "hang", "bad_json", "revised", "next_to"]
+FaultKind = Literal["error", "hang", "bad_json", "revised", "next_to", "inserted"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Fault:
     seconds: float = HANG_SECONDS
     next_offset: int = 0
     body: bytes = TRUNCATED_JSON
+    launches: int = 0
 
     @classmethod
     def error(cls, status: int, retry_after: str | int | RetryAt | None = None) -> Fault:
@@ -94,6 +96,20 @@ class Fault:
             raise ValueError("offset must be >= 0")
         return cls("next_to", next_offset=offset)
 
+    @classmethod
+    def inserted(cls, launches: int = 1) -> Fault:
+        """Before this request is answered, `launches` new launches appear at the top of the
+        listing and stay there (``count`` grows by as many): every later page shifts down.
+
+        Scripted on a page a client reaches by offset, the list changes under it: that page
+        starts with the last `launches` launches of the page before, and the new ones sit on a
+        page already read. The walk reads as many rows as ``count`` says, and skips the new
+        ones. `FixtureApp.reset` takes them out again.
+        """
+        if launches < 1:
+            raise ValueError("insert at least 1 launch")
+        return cls("inserted", launches=launches)
+
     def __str__(self) -> str:
         if self.kind == "error":
             return str(self.status) + ("" if self.retry_after is None else f"@{self.retry_after}")
@@ -103,6 +119,8 @@ class Fault:
             return "badjson"
         if self.kind == "revised":
             return "revised"
+        if self.kind == "inserted":
+            return "inserted" if self.launches == 1 else f"inserted@{self.launches}"
         return f"next@{self.next_offset}"
 
     @classmethod
@@ -110,7 +128,8 @@ class Fault:
         """The inverse of ``str(fault)``; ``ok`` (or ``-``) means "answer normally" (None).
 
         ``503``, ``503@5``, ``429@date:5``, ``429@rfc850:5``, ``429@asctime:5``, ``429@soon``,
-        ``hang``, ``hang@30``, ``badjson``, ``revised``, ``next@0``.
+        ``hang``, ``hang@30``, ``badjson``, ``revised``, ``next@0``, ``inserted``,
+        ``inserted@3``.
         """
         text = spec.strip()
         head, _, arg = text.partition("@")
@@ -123,6 +142,8 @@ class Fault:
                 return cls.hang(float(arg)) if arg else cls.hang()
             if head == "next" and arg:
                 return cls.next_to(int(arg))
+            if head == "inserted":
+                return cls.inserted(int(arg)) if "@" in text else cls.inserted()
             if text == "badjson":
                 return cls.bad_json()
             if text == "revised":
@@ -131,7 +152,7 @@ class Fault:
             raise ValueError(f"bad fault {spec!r}: {exc}") from None
         raise ValueError(
             f"bad fault {spec!r}: expected ok, a status (503, 429@5, 429@date:5), hang[@S], "
-            "badjson, revised or next@OFFSET"
+            "badjson, revised, next@OFFSET or inserted[@N]"
         )
 
 

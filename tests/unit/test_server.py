@@ -320,6 +320,60 @@ async def test_a_revised_page_changes_one_launch_between_fetches() -> None:
 
 
 @pytest.mark.asyncio
+async def test_inserted_launches_stay_at_the_top_and_shift_every_later_page() -> None:
+    original = etl.launch_results()[:30]
+    app = FixtureApp({10: [Fault.inserted(3)]}, results=original)
+    first, second, again = (r.json() for r in await get_all(app, "", "?offset=10", "?offset=10"))
+    assert (first["count"], second["count"], again["count"]) == (30, 33, 33)
+    assert first["results"] == original[:10]
+    # The page at offset 10 starts with the three launches that ended the page before.
+    assert second["results"] == again["results"] == original[7:17]
+    assert [e.fault for e in app.log] == [None, "inserted@3", None]
+    new = app.results[:3]
+    assert app.results[3:] == original
+    assert [r["name"] for r in new] == [f"Inserted launch {n}" for n in (1, 2, 3)]
+    assert len({r["id"] for r in app.results}) == 33
+    # Each a day before the one below it: a listing sorted by net stays sorted.
+    assert [r["net"][:10] for r in new] == ["2023-01-02", "2023-01-03", "2023-01-04"]
+    assert all(isinstance(etl.Launch.from_api(r), etl.Launch) for r in new)
+    # The same script in a fresh app inserts the same launches, ids included.
+    twin = FixtureApp({10: Fault.inserted(3)}, results=original)
+    await get_all(twin, "?offset=10")
+    assert twin.results == app.results
+    app.reset()
+    assert app.results == original and app.count == 30
+
+
+@pytest.mark.asyncio
+async def test_every_request_a_single_inserted_fault_hits_inserts_again() -> None:
+    app = FixtureApp({0: Fault.inserted()}, results=etl.launch_results()[:5])
+    pages = [r.json() for r in await get_all(app, "", "")]
+    assert [p["count"] for p in pages] == [6, 7]
+    assert [r["name"] for r in pages[1]["results"][:2]] == [
+        "Inserted launch 2",
+        "Inserted launch 1",
+    ]
+
+
+def test_offset_paging_over_real_http_skips_what_is_inserted_ahead_of_it() -> None:
+    """The walk a client makes by following ``next`` over 127.0.0.1: it reads as many rows as
+    the last ``count`` says, yet three are repeats and three launches it never saw."""
+    app = FixtureApp(FaultPlan.parse(["10=inserted@3"]), results=etl.launch_results()[:30])
+    read: list[str] = []
+    with serve_in_background(app) as server, httpx.Client(timeout=5) as client:
+        url: str | None = server.launches_url + "?limit=10"
+        while url is not None:
+            page = client.get(url).json()
+            read.extend(result["id"] for result in page["results"])
+            url = page["next"]
+    listing = [result["id"] for result in app.results]
+    assert len(read) == page["count"] == len(listing) == 33
+    assert [i for i in listing if read.count(i) == 2] == listing[10:13]  # launches 7, 8, 9
+    assert [i for i in listing if i not in read] == listing[:3]  # the three inserted
+    assert [e.offset for e in app.log] == [0, 10, 20, 30]
+
+
+@pytest.mark.asyncio
 async def test_next_can_point_back_to_an_earlier_page() -> None:
     app = FixtureApp({20: [Fault.next_to(0)]})
     page = (await get(app, "?limit=10&offset=20")).json()
@@ -342,11 +396,12 @@ async def test_an_empty_last_page_by_pointing_the_last_next_at_the_end() -> None
 def test_fault_specs_round_trip() -> None:
     specs = [
         "503", "503@5", "429@date:5", "429@rfc850:2", "429@asctime:1", "429@soon",
-        "hang", "hang@30", "badjson", "revised", "next@0", "404",
+        "hang", "hang@30", "badjson", "revised", "next@0", "404", "inserted", "inserted@3",
     ]  # fmt: skip
     assert [str(Fault.parse(spec)) for spec in specs] == specs
     assert Fault.parse("ok") is None
     assert Fault.parse("429@date:5") == Fault.rate_limited(RetryAt(5, "imf"))
+    assert Fault.parse("inserted@3") == Fault.inserted(3) != Fault.inserted()
 
 
 def test_plan_parse_and_describe() -> None:
@@ -360,8 +415,12 @@ def test_plan_parse_and_describe() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", ["20", "x=503", "20=", "20=teapot", "20=hang@long", "20=*ok", "20=600", "20=next@-1"]
-)
+    "bad",
+    [
+        "20", "x=503", "20=", "20=teapot", "20=hang@long", "20=*ok", "20=600", "20=next@-1",
+        "20=inserted@0", "20=inserted@", "20=inserted@two",
+    ],
+)  # fmt: skip
 def test_plan_parse_rejects_nonsense(bad: str) -> None:
     with pytest.raises(ValueError, match="bad fault"):
         FaultPlan.parse([bad])
