@@ -473,7 +473,7 @@ def error_after_sqlite_rolled_back_propagates(ns: Any) -> None:
         page_2_under_fault(
             s,
             "page 2 (expected_cursor='p1') while its second item's write makes SQLite roll the"
-            " whole transaction back itself (RAISE(ROLLBACK), as after a full disk)",
+            " whole transaction back itself (RAISE(ROLLBACK), as SQLite may after a full disk)",
             "items",
             action="ROLLBACK",
             where=f"WHEN NEW.item_id = '{item(5)['id']}'",
