@@ -142,8 +142,8 @@ def step_report(build: str, name: str, report: LearnerTestReport) -> str:
     )
     if report.survivors:
         lines.append(
-            f"  Mutants your test lets through (first {SHOWN_SURVIVORS}; some may not matter"
-            " to this property, but each is a bug nothing noticed):"
+            f"  Mutants your test lets through (first {SHOWN_SURVIVORS}; one that behaves"
+            " exactly like your code can pass any test, the others are bugs it misses):"
         )
     for survivor in report.survivors[:SHOWN_SURVIVORS]:
         lines.append(f"    - {survivor['description']}")
