@@ -41,8 +41,10 @@ from workbook.export import cell_source, cell_tags, load, read_notebook
 from workbook.manifest import Entry, load_manifest, repo_root
 from workbook.selfcheck import checks_for
 
-#: The share of a build's known bugs its visible checks must catch.
-TARGET = 0.95
+#: The share of a build's known bugs its visible checks must catch: all of them, so that a
+#: self-check saying "done" leaves no known bug behind (a bug added to a hidden suite needs a
+#: visible check too, or `make check` fails).
+TARGET = 1.0
 #: Real seconds one bug's checks may take before it counts as a hang (not caught: a visible
 #: test that never ends fails nothing).
 HANG_SECONDS = 20
