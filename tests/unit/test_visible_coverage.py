@@ -100,8 +100,8 @@ def test_a_bug_left_to_the_graders_says_why(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_every_build_reaches_the_target() -> None:
-    """The measurement `make check` relies on: every known bug of every build caught, every wrong answer
-    of issue 13 caught, the solutions themselves passing every visible check."""
+    """The measurement `make check` relies on: every known bug of every build caught, every
+    wrong answer of issue 13 caught, the solutions themselves passing every visible check."""
     results = coverage.measure_many()
     assert {r.build for r in results} == {"03", "05", "07"}
     for result in results:
