@@ -29,6 +29,7 @@ from typing import Any
 from workbook.errors import ExportError
 from workbook.export import cell_source, cell_tags, read_notebook
 from workbook.manifest import Entry, load_manifest, repo_root
+from workbook.modules import parse
 
 #: Instructor-only material: never copied, and scanned for leaks.
 SECRET_DIRS = ("grader", "solutions", "tests/hidden")
@@ -230,7 +231,7 @@ def _parse(source: str) -> ast.Module | None:
     """`source`'s syntax tree, parsed once per text; None when it does not parse (a cell with
     shell magics, say). Callers must leave the tree as they found it."""
     try:
-        return ast.parse(source)
+        return parse(source)
     except (SyntaxError, ValueError):
         return None
 

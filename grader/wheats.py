@@ -41,6 +41,7 @@ from workbook.errors import WorkbookError
 from workbook.export import export_source, export_tests, test_cells
 from workbook.feedback import cut
 from workbook.manifest import Entry, LearnerTestSpec
+from workbook.modules import parse
 
 if TYPE_CHECKING:
     from grader.runner import Runner
@@ -67,7 +68,7 @@ def defined_tests(text: str | None) -> dict[str, ast.AST]:
     if text is None:
         return {}
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     return {
@@ -108,7 +109,7 @@ def _checks(func: ast.expr) -> bool:
 def without_assertions(text: str, name: str) -> str:
     """Test cells with every ``assert`` of test `name` turned into its bare expression (its
     side effects kept): the mutant of a learner test that validity requires to lose points."""
-    tree = ast.parse(text)
+    tree = parse(text)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
             _Unassert().visit(node)
@@ -304,7 +305,7 @@ def _raised(report: dict[str, Any], text: str | None) -> str:
 def _assert_lines(text: str | None) -> frozenset[int]:
     """The lines of the test module's ``assert`` statements."""
     try:
-        tree = ast.parse(text or "")
+        tree = parse(text or "")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset()
     return frozenset(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert))

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook.errors import ExportError
-from workbook.modules import execute, fresh_module, registered
+from workbook.modules import execute, fresh_module, parse, registered
 
 EXPORTED_TAGS = ("setup", "answer")
 TEST_TAG = "test"
@@ -304,7 +304,7 @@ def _newlines(source: str) -> str:
 def _futures(source: str) -> tuple[list[ast.ImportFrom], str]:
     """The cell's leading ``from __future__`` imports, and its text with each replaced by
     ``(None)`` spread over the same lines (so every other line keeps its number)."""
-    tree = ast.parse(source)
+    tree = parse(source)
     body = tree.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # a docstring may come first

@@ -1,4 +1,5 @@
-"""The one way to run text as a fresh module, and the one way to import a file by path.
+"""The one way to run text as a fresh module, the one way to import a file by path, and the one
+way to parse text to a tree (`parse`: safe from several threads).
 
 `fresh_module` + `execute` run source text (a notebook's cells, exported answers, reference
 seams) in a module of its own that nothing else shares; `registered` puts it in `sys.modules`
@@ -9,10 +10,12 @@ suites): imported once under a name, kept in `sys.modules`, the same object on a
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib.util
 import linecache
 import sys
+import threading
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +50,19 @@ def execute(module: types.ModuleType, source: str, filename: str) -> None:
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     code = compile(source, filename, "exec", dont_inherit=True)
     exec(code, module.__dict__)
+
+
+#: CPython 3.11.7 and older keep the AST converter's recursion depth in one global: two threads
+#: parsing at once fail with "SystemError: AST constructor recursion depth mismatch" (CPython
+#: gh-106905, fixed in 3.11.8). The grader parses in its pool's threads, so every parse of ours
+#: goes through this one lock. Compiling text to code does not use the converter.
+_PARSE_LOCK = threading.Lock()
+
+
+def parse(source: str, filename: str = "<unknown>") -> ast.Module:
+    """`ast.parse`, safe to call from several threads at once (errors as `ast.parse`'s)."""
+    with _PARSE_LOCK:
+        return ast.parse(source, filename)
 
 
 def import_path(path: str | Path, name: str) -> types.ModuleType:

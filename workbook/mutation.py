@@ -26,6 +26,8 @@ import difflib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from workbook.modules import parse
+
 OPERATORS = ("delete", "compare", "boolean", "constant", "slice", "arguments", "await", "except")
 
 _FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
@@ -281,7 +283,7 @@ def mutants(
     for op in operators:
         if op not in OPERATORS:
             raise ValueError(f"unknown mutation operator {op!r} (known: {', '.join(OPERATORS)})")
-    tree = ast.parse(source)
+    tree = parse(source)
     original = ast.unparse(tree)
     roots: list[ast.AST] = (
         [tree]

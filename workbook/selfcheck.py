@@ -33,7 +33,7 @@ from workbook.errors import WorkbookError
 from workbook.export import Cell, cell_source, cell_tags, exported_cells, read_notebook
 from workbook.learnertests import Sources
 from workbook.manifest import load_manifest
-from workbook.modules import execute, fresh_module, registered
+from workbook.modules import execute, fresh_module, parse, registered
 from workbook.siblings import sibling_path
 
 MARKS = {"passed": "✓", "failed": "✗", "not done": "·", "error": "✗"}
@@ -168,7 +168,7 @@ def _globals_used(source: str) -> set[str]:
 
 def _imported(source: str) -> set[str]:
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError):
         return set()
     return {
@@ -295,7 +295,7 @@ def _marker(source: str) -> str:
 
 def _defines(source: str) -> set[str]:
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError):
         return set()
     kinds = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
