@@ -10,8 +10,9 @@ test cells as a module of their own (``from submission import *`` finds the vari
 one test on virtual time, and reports only whether it returned, and if not the class of what it
 raised (a builtin or `etl` kind by name, any other as "its own") and the line of the test cells
 it came from. Never the message, never the output: on a wheat both could carry the reference's
-text out. Hypothesis settings are fixed here (derandomized, no database, no deadline, the
-manifest's examples), whatever the test asked for. Running it twice gives the same report.
+text out. Hypothesis settings are fixed here (`workbook.fixedhypothesis`: derandomized, no
+database, no deadline, no shrinking, the manifest's examples), whatever the test asked for.
+Running it twice gives the same report.
 """
 
 from __future__ import annotations
@@ -24,11 +25,10 @@ from types import ModuleType
 from typing import Any
 
 import httpx  # noqa: F401  (what learner tests use, imported once by the fork server)
-from hypothesis import settings as _settings
 
 import etl.server  # noqa: F401
 from grader.observe import KINDS, Probes, ProbeTimeout
-from workbook import vtime
+from workbook import fixedhypothesis, vtime
 from workbook.modules import execute, fresh_module, registered
 
 PROBES = Probes()
@@ -36,26 +36,15 @@ PROBES = Probes()
 JOB = "__learner_test_job__"
 #: The name the learner's test cells run under (their line numbers are the report's).
 TESTS_FILE = "/scratch/work/learner_tests.py"
-PROFILE = "grading-learner-tests"
-
-
-def fixed_settings(max_examples: int) -> dict[str, Any]:
-    """The Hypothesis settings every graded learner test runs with: the same grade every run."""
-    return {
-        "derandomize": True,
-        "database": None,
-        "deadline": None,
-        "max_examples": max_examples,
-    }
+# Built once in the fork server: each worker forked from it starts with a warm Hypothesis.
+fixedhypothesis.warm_up()
 
 
 @PROBES.add("learner_test")
 def learner_test(ns: ModuleType) -> dict[str, Any]:
     job = ns.__dict__.pop(JOB)
     linecache.cache.pop(str(ns.__dict__.get("__file__")), None)
-    fixed = fixed_settings(int(job["max_examples"]))
-    _settings.register_profile(PROFILE, **fixed)
-    _settings.load_profile(PROFILE)
+    fixedhypothesis.load(int(job["max_examples"]))
     tests = fresh_module("learner_tests", TESTS_FILE)
     try:
         with registered(tests):
@@ -67,9 +56,7 @@ def learner_test(ns: ModuleType) -> dict[str, Any]:
     fn = tests.__dict__.get(str(job["name"]))
     if not callable(fn):
         return {"loaded": True, "defined": False}
-    inner = getattr(fn, "_hypothesis_internal_use_settings", None)
-    if isinstance(inner, _settings):  # a test's own @settings never changes the grade
-        fn._hypothesis_internal_use_settings = _settings(inner, **fixed)
+    fixedhypothesis.hold(fn)  # a test's own @settings never changes the grade
     try:
         outcome = fn()
         if inspect.iscoroutine(outcome):

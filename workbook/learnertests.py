@@ -10,8 +10,9 @@ many mutants it kills, and each survivor as a short diff with the words of its d
 
 Everything runs in a fresh interpreter (`python -m workbook.learnertests`, fed one JSON job on
 stdin), so a mutant that loops forever costs only its own time limit and nothing a mutant does
-reaches the learner's kernel. Async tests run on virtual time. Hypothesis runs derandomized,
-with no database and no deadline, so the same tests give the same report on every run.
+reaches the learner's kernel. Async tests run on virtual time. Hypothesis runs with the settings
+of `workbook.fixedhypothesis` (derandomized, no database, no deadline, no shrinking), as it does
+at grading, so the same tests give the same report on every run.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from workbook import vtime
+from workbook import fixedhypothesis, vtime
 from workbook.feedback import cut
 from workbook.modules import execute, fresh_module, registered
 from workbook.mutation import Mutant, mutants
@@ -120,17 +121,15 @@ def _run(fn: Callable[[], Any], seconds: float = TEST_SECONDS) -> tuple[bool, st
 
 
 def _tests(namespace: dict[str, Any], names: Sequence[str]) -> dict[str, Callable[[], Any]]:
-    return {n: namespace[n] for n in names if callable(namespace.get(n))}
+    found = {n: namespace[n] for n in names if callable(namespace.get(n))}
+    for fn in found.values():
+        fixedhypothesis.hold(fn)  # a test's own @settings never changes the verdict
+    return found
 
 
 def _configure_hypothesis(max_examples: int) -> None:
     with contextlib.suppress(ImportError):
-        from hypothesis import settings
-
-        settings.register_profile(
-            "workbook", derandomize=True, database=None, deadline=None, max_examples=max_examples
-        )
-        settings.load_profile("workbook")
+        fixedhypothesis.load(max_examples)
 
 
 def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 
 from workbook.checks import CheckResult, Checks
 from workbook.learnertests import MAX_MUTANTS, LearnerTestReport, Sabotage, Sources, check
+from workbook.manifest import load_manifest
 
 #: Survivors shown per test: enough to act on, few enough to read.
 SHOWN_SURVIVORS = 3
-MAX_EXAMPLES = 20
 STUB = "not written yet"
 
 
@@ -92,6 +92,12 @@ def gate_note(results: Sequence[CheckResult], steps: Sequence[str]) -> str | Non
     )
 
 
+def max_examples(build: str, name: str) -> int:
+    """The examples a Hypothesis test gets here: the manifest's, the grader's own number."""
+    specs = {s.name: s for s in load_manifest().entry(build).learner_tests}
+    return specs[name].max_examples if name in specs else 25
+
+
 def run_step(build: str, name: str, sources: Sources) -> LearnerTestReport:
     """Test `name` on the learner's code, the build's sabotage and mutants of its seams."""
     seams = seams_of(build, name)
@@ -101,7 +107,7 @@ def run_step(build: str, name: str, sources: Sources) -> LearnerTestReport:
         [name],
         seams=list(seams),
         sabotage=sabotage_for(build, seams, name),
-        max_examples=MAX_EXAMPLES,
+        max_examples=max_examples(build, name),
         max_mutants=caps.get(name, MAX_MUTANTS),
     )
     return report

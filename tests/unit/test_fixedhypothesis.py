@@ -1,0 +1,98 @@
+"""`workbook.fixedhypothesis`: a learner's test cannot change the settings it is graded with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings, stateful, strategies
+
+from workbook import fixedhypothesis
+
+
+@pytest.fixture
+def held() -> Iterator[None]:
+    original = stateful.run_state_machine_as_test
+    fixedhypothesis.load(3)
+    try:
+        yield
+    finally:
+        stateful.run_state_machine_as_test = original
+        settings.load_profile("default")
+
+
+def _machine(seen: list[list[int]]) -> type[stateful.RuleBasedStateMachine]:
+    class Counting(stateful.RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            seen.append([])
+
+        @stateful.rule(n=strategies.integers(0, 10**6))
+        def draw(self, n: int) -> None:
+            seen[-1].append(n)
+
+    return Counting
+
+
+@pytest.mark.usefixtures("held")
+def test_a_state_machine_cannot_ask_for_more_examples_or_fresh_randomness() -> None:
+    runs: list[list[list[int]]] = []
+    for _ in range(2):
+        seen: list[list[int]] = []
+        asked = settings(max_examples=500, derandomize=False, stateful_step_count=4)
+        stateful.run_state_machine_as_test(_machine(seen), settings=asked)
+        runs.append(seen)
+    assert 1 <= len(runs[0]) <= 3, f"ran {len(runs[0])} examples, the fixed number is 3"
+    assert runs[0] == runs[1], "two runs drew different examples: not derandomized"
+    assert all(len(steps) <= 4 for steps in runs[0]), "its own stateful_step_count is kept"
+
+
+@pytest.mark.usefixtures("held")
+def test_the_testcase_path_is_held_too() -> None:
+    seen: list[list[int]] = []
+    case = _machine(seen).TestCase
+    case.settings = settings(max_examples=500, derandomize=False)
+    case("runTest").runTest()
+    assert 1 <= len(seen) <= 3
+
+
+@pytest.mark.usefixtures("held")
+def test_a_given_test_keeps_its_own_settings_but_not_these() -> None:
+    calls: list[int] = []
+
+    @settings(max_examples=500, derandomize=False)
+    @given(strategies.integers())
+    def test(n: int) -> None:
+        calls.append(n)
+
+    fixedhypothesis.hold(test)
+    test()
+    first = list(calls)
+    calls.clear()
+    test()
+    assert 1 <= len(first) <= 3 and first == calls
+
+
+@pytest.mark.usefixtures("held")
+def test_a_failure_is_reported_without_shrinking() -> None:
+    tried: list[int] = []
+
+    @given(strategies.integers(0, 10**9))
+    def test(n: int) -> None:
+        tried.append(n)
+        assert n < 10
+
+    with pytest.raises(AssertionError):
+        test()
+    assert len(tried) <= 3, "shrinking would have run the test again and again"
+
+
+def test_loading_twice_wraps_once() -> None:
+    original = stateful.run_state_machine_as_test
+    try:
+        fixedhypothesis.load(3)
+        fixedhypothesis.load(5)
+        assert stateful.run_state_machine_as_test.__wrapped__ is original  # type: ignore[attr-defined]
+    finally:
+        stateful.run_state_machine_as_test = original
+        settings.load_profile("default")

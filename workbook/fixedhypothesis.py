@@ -1,0 +1,99 @@
+"""Hypothesis with settings a learner's test cannot change: the same verdict on every run.
+
+Both places that run a learner's tests against mutants (the self-check, `workbook.learnertests`,
+and the grader's probe of one learner test) load these settings first:
+
+- ``derandomize=True``, ``database=None``: examples come from the test itself, never from a
+  seed or from earlier runs, so a repeat draws the same examples;
+- ``deadline=None``: a slow, loaded machine never turns a pass into a failure;
+- ``max_examples`` from the manifest;
+- no shrinking phase: only *whether* a test fails counts here, and shrinking a failure a mutant
+  provoked costs several times the run that found it.
+
+A test's own ``@settings`` (on a ``@given`` test) and the ``settings=`` it hands
+``run_state_machine_as_test`` keep everything else they say (``stateful_step_count``, say),
+but these values win. Loading twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any
+
+PROFILE = "run-it-twice-fixed"
+
+
+def fixed(max_examples: int) -> dict[str, Any]:
+    """The settings every learner test runs with against mutants, as keyword arguments."""
+    from hypothesis import Phase
+
+    return {
+        "derandomize": True,
+        "database": None,
+        "deadline": None,
+        "max_examples": max_examples,
+        "phases": (Phase.explicit, Phase.reuse, Phase.generate),
+    }
+
+
+def load(max_examples: int) -> None:
+    """Make `fixed` the default profile, and hold state machines to it whatever settings they
+    are run with."""
+    from hypothesis import settings as Settings
+    from hypothesis import stateful
+
+    values = fixed(max_examples)
+    Settings.register_profile(PROFILE, **values)
+    Settings.load_profile(PROFILE)
+    # Loaded twice, wrap the original once: the latest `max_examples` wins.
+    run = getattr(stateful.run_state_machine_as_test, "__wrapped__", None)
+    run = run or stateful.run_state_machine_as_test
+
+    @functools.wraps(run)
+    def held(state_machine_factory: Any, *, settings: Any = None, **kwargs: Any) -> None:
+        base = settings if isinstance(settings, Settings) else None
+        run(state_machine_factory, settings=Settings(base, **values), **kwargs)
+
+    # `RuleBasedStateMachine.TestCase` looks the name up here too, so both paths are held.
+    stateful.run_state_machine_as_test = held
+
+
+def hold(test: Any) -> None:
+    """Hold a ``@given`` test's own ``@settings`` to `fixed` with the examples `load` was
+    given (it keeps what else it says). Does nothing before Hypothesis is imported."""
+    if "hypothesis" not in sys.modules:
+        return
+    from hypothesis import settings as Settings
+
+    inner, current = getattr(test, "_hypothesis_internal_use_settings", None), Settings.default
+    if isinstance(inner, Settings) and current is not None:
+        values = fixed(current.max_examples)
+        test._hypothesis_internal_use_settings = Settings(inner, **values)
+
+
+def warm_up() -> None:
+    """Run one tiny state machine and one ``@given`` test, so that a process forked after this
+    finds Hypothesis's strategies and engine already built (about 0.1 s a worker, otherwise)."""
+    from hypothesis import given, settings, stateful, strategies
+
+    class Warm(stateful.RuleBasedStateMachine):
+        @stateful.rule(flag=strategies.booleans(), n=strategies.integers(0, 3))
+        def step(self, flag: bool, n: int) -> None:
+            pass
+
+        @stateful.invariant()
+        def holds(self) -> None:
+            pass
+
+    quick = settings(max_examples=2, database=None, derandomize=True, deadline=None)
+    stateful.run_state_machine_as_test(Warm, settings=quick)
+
+    # Not `text()`: its character tables take about 6 s to build where Hypothesis has no
+    # cache folder (a walled worker), and no learner test of this workbook needs them.
+    @quick
+    @given(strategies.lists(strategies.integers()), strategies.sampled_from("ab"))
+    def sample(xs: list[int], letter: str) -> None:
+        pass
+
+    sample()
