@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import errno
 import itertools
 import json
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook.errors import ExportError
+from workbook.magics import as_python
 from workbook.modules import execute, fresh_module, parse, registered
 
 EXPORTED_TAGS = ("setup", "answer")
@@ -251,13 +253,16 @@ def _tagged(path: Path, wanted: tuple[str, ...]) -> list[Cell]:
             cells.append(Cell(index=index, tag=tags[0], source=_newlines(cell_source(raw))))
     if sum(len(c.source) for c in cells) > COMPILE_HERE_BYTES:
         _compile_apart(path, cells)
-    for cell in cells:
+    for position, cell in enumerate(cells):
         try:
             compile(cell.source, _filename(path, cell), "exec", dont_inherit=True)
         except SyntaxError as exc:
-            raise ExportError(
-                f"{path}: {cell.label()}: {type(exc).__name__}: {exc.msg} (line {exc.lineno})"
-            ) from None
+            python = as_python(cell.source)  # `%time f()` as the kernel ran it, untimed
+            if python is None:
+                raise ExportError(
+                    f"{path}: {cell.label()}: {type(exc).__name__}: {exc.msg} (line {exc.lineno})"
+                ) from None
+            cells[position] = dataclasses.replace(cell, source=python)
         except (ValueError, RecursionError, MemoryError) as exc:  # a null byte; too nested
             raise ExportError(f"{path}: {cell.label()}: {type(exc).__name__}: {exc}") from None
     return cells

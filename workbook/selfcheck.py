@@ -32,6 +32,7 @@ from workbook.checks import CheckResult, Checks, namespace
 from workbook.errors import WorkbookError
 from workbook.export import Cell, cell_source, cell_tags, exported_cells, read_notebook
 from workbook.learnertests import Sources
+from workbook.magics import as_python
 from workbook.manifest import load_manifest
 from workbook.modules import execute, fresh_module, parse, registered
 from workbook.siblings import sibling_path
@@ -360,7 +361,13 @@ def build_module(path: Path, tagged: Sequence[Tagged], cells: Sequence[Any]) -> 
     with registered(module), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         for cell in tagged:
             try:
-                execute(module, cell.source, f"{path} [cell {cell.index}]")
+                try:
+                    execute(module, cell.source, f"{path} [cell {cell.index}]")
+                except SyntaxError:
+                    python = as_python(cell.source)  # IPython lines, as the export reads them
+                    if python is None:
+                        raise
+                    execute(module, python, f"{path} [cell {cell.index}]")
             except Exception as exc:
                 how = "as this kernel ran it" if cell.ran is not None else "as saved"
                 raise WorkbookError(

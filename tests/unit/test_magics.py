@@ -1,0 +1,79 @@
+"""IPython lines in graded cells: run as the kernel would, untimed, or not at all."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbook.export import export_source
+from workbook.magics import as_python
+from workbook.modules import execute, fresh_module
+
+
+def _run(text: str) -> dict[str, object]:
+    module = fresh_module("magic_cell")
+    execute(module, text, "<cell>")
+    return module.__dict__
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("%time x = sum(range(4))\n", {"x": 6}),
+        ("%timeit -n 10 -r 1 x = 2 ** 3\n", {"x": 8}),
+        ("%%time\nx = 1\ny = x + 1\n", {"x": 1, "y": 2}),
+        ("%%capture out\nx = 5\n", {"x": 5}),
+        ("%matplotlib inline\nx = 3\n", {"x": 3}),
+        ("!pip install tenacity\nx = 4\n", {"x": 4}),
+        ("files = !ls\nx = 7\n", {"x": 7}),
+        ("def f():\n    %time return 1\n\nx = f()\n", {"x": 1}),
+    ],
+)
+def test_an_ipython_line_runs_as_the_kernel_would_untimed(
+    cell: str, expected: dict[str, object]
+) -> None:
+    text = as_python(cell)
+    assert text is not None, f"as_python({cell!r}) gave None"
+    assert text.count("\n") == cell.count("\n"), "every line keeps its number"
+    namespace = _run(text)
+    assert {k: namespace.get(k) for k in expected} == expected
+
+
+def test_another_cell_magic_runs_nothing() -> None:
+    text = as_python("%%bash\necho hi\nrm -rf /\n")
+    assert text is not None and _run(text).keys() <= {"__name__", "__doc__", "__builtins__"} | {
+        "__package__",
+        "__loader__",
+        "__spec__",
+    }
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "x = 1\n",  # valid Python: nothing to do
+        "def f(:\n    pass\n",  # a syntax error that is not IPython's
+        "%time def f(:\n",  # IPython, but what it times is not Python either
+        "total = (1\n    % 2\n    +)\n",  # a line that starts with % in a broken expression
+    ],
+)
+def test_no_rewrite_for_python_or_for_errors_of_its_own(cell: str) -> None:
+    assert as_python(cell) is None
+
+
+def test_the_export_and_so_the_grader_read_the_magic_line(tmp_path: Path) -> None:
+    cells = [
+        {
+            "cell_type": "code",
+            "metadata": {"tags": ["answer"]},
+            "source": "%time x = 41 + 1\n",
+            "outputs": [],
+            "execution_count": None,
+        },
+    ]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    assert _run(export_source(path))["x"] == 42
