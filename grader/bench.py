@@ -87,15 +87,17 @@ def _valid(path: Path) -> bool:
 
 
 def _own(text: str, learner: str) -> str:
-    """The notebook with a comment of the learner's own in its first answer cell: no two
-    learners hand in the same cells (the grader would run identical ones only once)."""
+    """The notebook with a comment of the learner's own in its first answer cell and its first
+    test cell: no two learners hand in the same answers or the same tests (the grader would
+    run identical ones only once)."""
     try:
         nb = json.loads(text)
     except ValueError:
         return text
-    cells = _answers(nb)
-    if cells:
-        cells[0]["source"] = f"# {learner} was here\n" + cell_source(cells[0])
+    for tag in ("answer", "test"):
+        cells = [c for c in nb["cells"] if c["cell_type"] == "code" and tag in cell_tags(c)]
+        if cells:
+            cells[0]["source"] = f"# {learner} was here\n" + cell_source(cells[0])
     return json.dumps(nb)
 
 
