@@ -52,7 +52,7 @@ GRADING = $(if $(WALLS),--walls "$(WALLS)") $(if $(LAYOUT),--layout "$(LAYOUT)")
 
 test: $(STAMP) ## The fast loop: ruff, ruff format --check, mypy, unit tests not marked slow
 	@$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(PY) -m mypy
-	@$(PY) -m pytest -q tests/unit -m "not slow"
+	@$(PY) -m pytest -q tests/unit -m "not slow" -n 2 --dist loadfile
 
 lint: $(STAMP) ## Lint and type-check (ruff, ruff format --check, mypy)
 	@$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(PY) -m mypy

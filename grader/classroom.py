@@ -2,7 +2,8 @@
 Classroom workflow, and the nbgitpuller link that opens it on a JupyterHub.
 
 - `learner_requirements(text)`: the instructor's ``requirements.txt`` without the instructor's
-  tools (Playwright, mypy, ruff): what ``make lab``, Binder and a learner's CI install.
+  tools (Playwright, pytest-xdist, mypy, ruff): what ``make lab``, Binder and a learner's CI
+  install.
   Applying it twice changes nothing.
 - `classroom_workflow(manifest)`: ``.github/workflows/classroom.yml``, GitHub Classroom's
   autograding on every push: one step per build with visible checks, worth the visible points
@@ -21,8 +22,11 @@ from urllib.parse import quote, urlencode
 from workbook.manifest import Manifest, load_manifest
 
 #: Instructor-only tools: the browser test, the type checker, the linter and formatter.
-INSTRUCTOR_TOOLS = frozenset({"playwright", "pytest-playwright", "mypy", "ruff"})
-LEARNER_NOTE = "# The learner's copy: the instructor's tools (Playwright, mypy, ruff) are left out."
+INSTRUCTOR_TOOLS = frozenset({"playwright", "pytest-playwright", "pytest-xdist", "mypy", "ruff"})
+LEARNER_NOTE = (
+    "# The learner's copy: the instructor's tools (Playwright, pytest-xdist, mypy, ruff)"
+    " are left out."
+)
 #: The notebook a hub opens first.
 FIRST_NOTEBOOK = "notebooks/01_retry_with_backoff.ipynb"
 
