@@ -287,13 +287,18 @@ def test_the_learners_requirements_leave_the_instructors_tools_out() -> None:
     names = {
         re.split(r"[=<>\[ ]", ln)[0].lower() for ln in learner.splitlines() if ln[:1].isalpha()
     }
-    assert not names & {"playwright", "mypy", "ruff"}
+    assert not names & {"playwright", "pytest-xdist", "mypy", "ruff"}
     for kept in ("pytest", "pytest-asyncio", "looptime", "nbval", "hypothesis", "jupyterlab"):
         assert kept in names, kept
     assert learner.splitlines()[-1] == "-e ."
     assert learner_requirements(learner) == learner
     dropped = [ln for ln in full.splitlines() if ln not in learner.splitlines()]
-    assert sorted(ln.split("==")[0] for ln in dropped) == ["mypy", "playwright", "ruff"]
+    assert sorted(ln.split("==")[0] for ln in dropped) == [
+        "mypy",
+        "playwright",
+        "pytest-xdist",
+        "ruff",
+    ]
 
 
 def test_the_nbgitpuller_link_opens_the_first_notebook() -> None:
