@@ -23,13 +23,13 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from grader import Runner
-from grader.cache import Cache, grade_key, grader_digest, raw_key
+from grader.cache import Cache, file_key, grade_key, grader_digest, raw_key
 from grader.cleanup import remove_stale_scratch
 from grader.digest import content_id
 from grader.discovery import (
@@ -53,7 +53,14 @@ from grader.sandbox import WALLS_MODES, Limits, WallsMode, refusal, walls_identi
 from grader.suites import has_suite, load_suite
 from grader.wheats import HEADER, TestCells, read_test_cells, zero_results
 from workbook.errors import WorkbookError
-from workbook.export import GRADED_TAGS, cell_source, cell_tags, export_source, read_notebook
+from workbook.export import (
+    GRADED_TAGS,
+    cell_source,
+    cell_tags,
+    export_source,
+    notebook_bytes,
+    read_notebook,
+)
 from workbook.manifest import Entry, Manifest, load_manifest, repo_root
 
 __all__ = ["ClassReport", "LearnerGrade", "grade_and_report", "grade_class", "main"]
@@ -71,8 +78,9 @@ class BuildJob:
     cells: TestCells | None = None
     """Its test cells, when the build has learner tests (graded against the reference)."""
     key: str | None = None
-    raw: str | None = None
-    """`grader.cache.raw_key` of its stored graded cells (None when they cannot be read)."""
+    aliases: tuple[str, ...] = ()
+    """Other keys of the same grade: `grader.cache.file_key` of the notebook's bytes, then
+    `grader.cache.raw_key` of its stored graded cells (each left out when not readable)."""
     grade: BuildGrade | None = None
 
 
@@ -115,7 +123,6 @@ def grade_class(
         e.number: content_id("walled", f"{grader_digest(e.number, root, hidden, limits)}:{walled}")
         for e in builds
     }
-    suites = {e.number: load_suite(e.number, hidden) for e in builds}
 
     jobs: list[BuildJob] = []
     learners = [LearnerGrade(x.name) for x in found_class.learners]
@@ -149,7 +156,13 @@ def grade_class(
     if unique:
         size = min(workers or os.cpu_count() or 1, len(unique))
         hide = (submissions.resolve(), out.resolve())
-        with RunnerPool(size, limits, hide=hide, walls=walls) as pool:
+        with contextlib.closing(RunnerPool(size, limits, hide=hide, walls=walls)) as pool:
+            pool.spawn()
+            # While the servers import: only the builds to grade, so a run served from the
+            # cache imports no hidden suite, one changed notebook only its own.
+            needed = {job.entry.number for job in unique}
+            suites = {e.number: load_suite(e.number, hidden) for e in builds if e.number in needed}
+            pool.wait_ready()
             report.isolation = pool.isolation()
 
             def grade(runner: Runner, job: BuildJob) -> None:
@@ -216,13 +229,18 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
         reason = found.problem or NOT_SUBMITTED
         job.grade = BuildGrade(entry, found, _zero(entry, "", reason, Outcome.NOT_LOADED))
         return
-    job.raw = _raw(entry, found.path, digest)
-    alias = cache.get_alias(job.raw) if job.raw is not None else None
-    hit = cache.get(alias[0]) if alias is not None else None
-    if alias is not None and hit is not None:
-        job.key = alias[0]
-        job.grade = BuildGrade(entry, found, _relabel(hit, found.shown), alias[1], cached=True)
-        return
+    # The same bytes, then the same stored cells, as an earlier run: its grade, found without
+    # parsing the notebook (bytes) or exporting and compiling it (cells).
+    for alias_key in _aliases(entry, found.path, digest):
+        job.aliases += (alias_key,)
+        alias = cache.get_alias(alias_key)
+        hit = cache.get(alias[0]) if alias is not None else None
+        if alias is not None and hit is not None:
+            job.key = alias[0]
+            job.grade = BuildGrade(entry, found, _relabel(hit, found.shown), alias[1], cached=True)
+            for earlier in job.aliases[:-1]:
+                cache.put_alias(earlier, alias[0], alias[1])
+            return
     try:
         source = export_source(found.path)
     except WorkbookError as exc:
@@ -247,8 +265,20 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
     hit = cache.get(job.key)
     if hit is not None:
         job.grade = BuildGrade(entry, found, _relabel(hit, found.shown), source_id, cached=True)
-        if job.raw is not None:
-            cache.put_alias(job.raw, job.key, source_id)
+        for alias_key in job.aliases:
+            cache.put_alias(alias_key, job.key, source_id)
+
+
+def _aliases(entry: Entry, path: Path, digest: str) -> Iterator[str]:
+    """The notebook's `file_key`, then its `raw_key`, each computed only when asked for;
+    none when the file cannot be read (the export then says why)."""
+    try:
+        yield file_key(entry.number, digest, notebook_bytes(path))
+    except Exception:  # not a readable file: the export gives the reason
+        return
+    raw = _raw(entry, path, digest)
+    if raw is not None:
+        yield raw
 
 
 def _raw(entry: Entry, path: Path, digest: str) -> str | None:
@@ -298,8 +328,9 @@ def _grade(job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache, 
         reason = f"{GRADER_FAULT} {type(exc).__name__}: {one_line(str(exc), 300)}"
         result = _zero(entry, job.found.shown, reason, Outcome.GRADER_FAULT)
     source_id = content_id("submission", job.source)
-    if cache.put(job.key, result) and job.raw is not None:
-        cache.put_alias(job.raw, job.key, source_id)
+    if cache.put(job.key, result):
+        for alias_key in job.aliases:
+            cache.put_alias(alias_key, job.key, source_id)
     job.grade = BuildGrade(entry, job.found, result, source_id, cached=False)
 
 

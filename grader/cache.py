@@ -78,6 +78,13 @@ def grade_key(build: str, grader: str, source_id: str, tests_id: str | None = No
     return content_id("grade", canonical_json(parts))
 
 
+def file_key(build: str, grader: str, data: bytes) -> str:
+    """A third key for the same grade: from the notebook file's bytes. Equal bytes hold equal
+    cells, so a re-run of an unchanged class hashes each file and parses none of them."""
+    parts = {"build": build, "grader": grader, "bytes": hashlib.sha256(data).hexdigest()}
+    return content_id("notebook bytes", canonical_json(parts))
+
+
 def raw_key(build: str, grader: str, cells: list[list[Any]]) -> str:
     """A second key for the same grade: from the graded cells as stored (tags and text, in
     order), before any export or compile. Equal stored cells export to equal text, so a

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from grader import Isolation, Limits, Runner
+from grader.forkclient import ForkServer
 from grader.protocol import WallsMode
 
 T = TypeVar("T")
@@ -36,6 +37,7 @@ class RunnerPool:
         self._free: queue.SimpleQueue[Runner] = queue.SimpleQueue()
         for runner in self.runners:
             self._free.put(runner)
+        self._spawned: list[ForkServer] = []
 
     def __enter__(self) -> RunnerPool:
         try:
@@ -49,9 +51,19 @@ class RunnerPool:
         self.close()
 
     def start(self) -> None:
-        """Start every runner's servers at once: their imports overlap."""
-        with ThreadPoolExecutor(max_workers=len(self.runners)) as executor:
-            list(executor.map(Runner.start, self.runners))
+        """Start every runner's servers at once (their imports overlap) and wait for them."""
+        self.spawn()
+        self.wait_ready()
+
+    def spawn(self) -> None:
+        """Start every runner's servers without waiting: the caller may work meanwhile."""
+        self._spawned = [server for runner in self.runners for server in runner.spawn()]
+
+    def wait_ready(self) -> None:
+        """Wait until every server `spawn` started has imported what it needs."""
+        spawned, self._spawned = self._spawned, []
+        for server in spawned:
+            server.wait_ready()
 
     def isolation(self) -> Isolation:
         """The walls this machine gives (the same for every runner)."""

@@ -146,15 +146,20 @@ class Runner:
 
     def start(self) -> Runner:
         """Start both fork servers at once (otherwise each starts on first use)."""
+        for server in self.spawn():
+            server.wait_ready()
+        return self
+
+    def spawn(self) -> list[ForkServer]:
+        """Start the fork servers not yet running, without waiting for their imports: the
+        ones started, each to `ForkServer.wait_ready` on before its first job."""
         fresh = []
         for hashseed in HASHSEEDS:
             if not self._usable(hashseed):
                 server = self._servers[hashseed] = self._new_server(hashseed)
                 server.spawn()
                 fresh.append(server)
-        for server in fresh:
-            server.wait_ready()
-        return self
+        return fresh
 
     def _usable(self, hashseed: str) -> bool:
         server = self._servers.get(hashseed)

@@ -36,8 +36,6 @@ PROBES = Probes()
 JOB = "__learner_test_job__"
 #: The name the learner's test cells run under (their line numbers are the report's).
 TESTS_FILE = "/scratch/work/learner_tests.py"
-# Built once in the fork server: each worker forked from it starts with a warm Hypothesis.
-fixedhypothesis.warm_up()
 
 
 @PROBES.add("learner_test")

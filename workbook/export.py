@@ -103,7 +103,7 @@ def file_kind(mode: int) -> str:
     return next((kind for test, kind in kinds if test(mode)), "not a regular file")
 
 
-def _read_bytes(path: Path) -> bytes:
+def notebook_bytes(path: Path) -> bytes:
     """The file's bytes, if it is a regular file of at most `MAX_FILE_BYTES`: checked before
     it is opened (a device is never opened), then on the open descriptor (no symlink is
     followed, a FIFO cannot block), and while reading (a file that grows is cut off)."""
@@ -144,7 +144,7 @@ def read_notebook(path: str | Path) -> dict[str, Any]:
     """The notebook's JSON as nbformat 4. Raises `ExportError` in one line if it is absent,
     not a regular file, too large, not a notebook, or its graded cells hold too much code."""
     path = Path(path)
-    raw = _read_bytes(path)
+    raw = notebook_bytes(path)
     try:
         text = raw.decode("utf-8-sig")  # a BOM, as some editors on Windows write one
     except UnicodeDecodeError as exc:

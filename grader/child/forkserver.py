@@ -59,6 +59,7 @@ def main(argv: list[str]) -> int:
         hash=hash("run-it-twice"),
     )
     sock.sendall(encode_reply(Reply.READY, **ready.__dict__))
+    _preload()
     while True:
         _reap()
         try:
@@ -77,6 +78,16 @@ def main(argv: list[str]) -> int:
             continue
         if not _serve(sock, Job.from_json(fields), fds, plan):
             return 0
+
+
+def _preload() -> None:
+    """What learner tests need, built after READY: the runner goes on meanwhile (a job sent
+    now waits in the socket), and every worker forked later starts with Hypothesis imported
+    and warm (0.3 s a server, instead of 0.7 s on the first learner test's path)."""
+    with contextlib.suppress(Exception):
+        from workbook import fixedhypothesis
+
+        fixedhypothesis.warm_up()
 
 
 def _reap() -> None:
