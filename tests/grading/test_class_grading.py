@@ -15,6 +15,7 @@ import csv
 import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -294,6 +295,15 @@ def test_rerunning_grades_nothing_and_rewrites_the_same_bytes(
             return export(path)
 
         patched.setattr(batch, "export_source", no_export)
+        # Nor parsed: unchanged bytes find their grade by `grader.cache.file_key`.
+        reader = batch.read_notebook
+
+        def no_parse(path: Path) -> Any:
+            if submissions in Path(path).parents:
+                raise AssertionError(f"parsed {path} on a cached re-run of unchanged files")
+            return reader(path)
+
+        patched.setattr(batch, "read_notebook", no_parse)
         again = grade_class(submissions, out, progress=io.StringIO())
     assert (again.graded, again.from_cache) == (0, first.graded)
     assert outputs(out) == before
