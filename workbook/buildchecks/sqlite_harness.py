@@ -3,7 +3,7 @@
 A check opens a `StoreUnderTest` in a temporary folder (removed when the check ends): the
 learner's `open_store` makes the connections under test, and the harness reads every pinned
 table back through a connection of its own, injects faults with triggers (a statement undone,
-or the whole transaction, as SQLite does after a full disk), records the transaction
+or the whole transaction, as SQLite may after a full disk), records the transaction
 statements a call sends (SQLite's own trace), runs a call in several threads at once, builds
 the checks' pages from fixture launches, and says what differs in a line of feedback. It knows
 the pinned schema (`COLUMNS`, `KEYS`) and the shape of a `PageOutcome`, nothing of how a build
