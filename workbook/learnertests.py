@@ -18,6 +18,7 @@ at grading, so the same tests give the same report on every run.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import io
 import json
@@ -26,6 +27,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -42,6 +44,10 @@ TEST_SECONDS = 0.5
 OWN_SECONDS = 2.0
 #: Mutants tried per test at most: the self-check must answer in about two seconds.
 MAX_MUTANTS = 60
+#: Survivors per test put to the step's visible checks (the report shows this many), and the
+#: real seconds those checks may take on one of them.
+JUDGED_SURVIVORS = 3
+CHECK_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -93,12 +99,34 @@ def _alarm(signum: int, frame: Any) -> None:
 
 def _build(sources: Sources, answers: Sequence[str], extra: str = "") -> dict[str, Any]:
     """Run setup, `answers`, `extra` (a sabotage) and the test cells in one fresh module."""
+    return _module(sources, answers, extra).__dict__
+
+
+def _module(sources: Sources, answers: Sequence[str], extra: str = "") -> types.ModuleType:
     module = fresh_module("learner_tests_subject")
     with registered(module):
         for i, text in enumerate((*sources.setup, *answers, extra, *sources.tests)):
             if text:
                 execute(module, text, f"<cell {i + 1}>")
-    return module.__dict__
+    return module
+
+
+def _visible_checks_catch(judge: dict[str, Any], sources: Sources, answers: list[str]) -> bool:
+    """Whether the step's own visible checks fail on this mutant (then it is a real bug, not
+    one that behaves exactly like the learner's code). A mutant that hangs them, or does not
+    load, is caught."""
+    from workbook.checks import Checks  # the checks import the build's fixtures: only here
+
+    checks: Checks = importlib.import_module(f"workbook.buildchecks.build{judge['build']}").CHECKS
+    signal.setitimer(signal.ITIMER_REAL, float(judge.get("seconds", CHECK_SECONDS)))
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            results = checks.run(_module(sources, answers), *judge["steps"])
+    except BaseException:  # it hung, or did not load: the checks would say so too
+        return True
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    return not all(r.passed for r in results)
 
 
 def _run(fn: Callable[[], Any], seconds: float = TEST_SECONDS) -> tuple[bool, str]:
@@ -162,6 +190,8 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             caught = name not in broken or not _run(broken[name])[0]
             reports[name].sabotage_caught[sabotage["name"]] = caught
     cap = int(job.get("max_mutants", MAX_MUTANTS))
+    judge: dict[str, Any] | None = job.get("judge")
+    verdicts: dict[str, bool] = {}  # by mutant: do the visible checks catch it?
     for index, text in enumerate(sources.answers):
         for mutant in _cell_mutants(text, job.get("seams")):
             if all(reports[n].total >= cap for n in passing):
@@ -179,10 +209,14 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                 report.total += 1
                 if name not in broken or not _run(broken[name])[0]:
                     report.killed += 1
-                else:
-                    report.survivors.append(
-                        {"description": mutant.description, "diff": cut(mutant.diff, 400)}
-                    )
+                    continue
+                survivor = {"description": mutant.description, "diff": cut(mutant.diff, 400)}
+                judged = sum("checks" in s for s in report.survivors)
+                if judge is not None and judged < int(judge.get("limit", JUDGED_SURVIVORS)):
+                    if mutant.id not in verdicts:
+                        verdicts[mutant.id] = _visible_checks_catch(judge, sources, answers)
+                    survivor["checks"] = "fail" if verdicts[mutant.id] else "pass"
+                report.survivors.append(survivor)
     return [asdict(r) for r in reports.values()]
 
 
@@ -206,9 +240,13 @@ def check(
     max_examples: int = 25,
     max_mutants: int = MAX_MUTANTS,
     timeout: float = 30.0,
+    judge: tuple[str, Sequence[str]] | None = None,
 ) -> list[LearnerTestReport]:
     """Run the learner tests `names` on their code and its mutants (inside `seams`, the
-    top-level definitions under test) in a fresh interpreter; one report per name."""
+    top-level definitions under test) in a fresh interpreter; one report per name. `judge`:
+    (build, steps) whose visible checks meet each test's first survivors, so a report can
+    tell a bug the test misses (the checks fail on it) from a mutant that may behave exactly
+    like the learner's code (they pass)."""
     job = {
         "setup": list(sources.setup),
         "answers": list(sources.answers),
@@ -218,6 +256,7 @@ def check(
         "sabotage": [asdict(s) for s in sabotage],
         "max_examples": max_examples,
         "max_mutants": max_mutants,
+        "judge": None if judge is None else {"build": judge[0], "steps": list(judge[1])},
     }
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     try:

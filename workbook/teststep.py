@@ -14,11 +14,19 @@ import types
 from collections.abc import Sequence
 
 from workbook.checks import CheckResult, Checks
-from workbook.learnertests import MAX_MUTANTS, LearnerTestReport, Sabotage, Sources, check
+from workbook.learnertests import (
+    JUDGED_SURVIVORS,
+    MAX_MUTANTS,
+    LearnerTestReport,
+    Sabotage,
+    Sources,
+    check,
+)
 from workbook.manifest import load_manifest
 
-#: Survivors shown per test: enough to act on, few enough to read.
-SHOWN_SURVIVORS = 3
+#: Survivors shown per test: enough to act on, few enough to read; each is put to the visible
+#: checks first.
+SHOWN_SURVIVORS = JUDGED_SURVIVORS
 STUB = "not written yet"
 
 
@@ -109,6 +117,7 @@ def run_step(build: str, name: str, sources: Sources) -> LearnerTestReport:
         sabotage=sabotage_for(build, seams, name),
         max_examples=max_examples(build, name),
         max_mutants=caps.get(name, MAX_MUTANTS),
+        judge=(build, gate(_buildchecks(build).CHECKS, seams)),
     )
     return report
 
@@ -126,6 +135,18 @@ def _sabotage_lines(build: str, report: LearnerTestReport) -> list[str]:
                 " on purpose, once, in your code, and watch the test fail)"
             )
     return lines
+
+
+def _verdict(checks: str | None) -> str:
+    """What the step's visible checks said of a surviving mutant."""
+    if checks == "fail":
+        return ": a real bug (this step's checks fail on it); add an assertion that notices"
+    if checks == "pass":
+        return (
+            ": this step's checks pass on it too, so it may behave exactly like your code;"
+            " if it does not, your test can show how"
+        )
+    return ""
 
 
 def step_report(build: str, name: str, report: LearnerTestReport) -> str:
@@ -147,12 +168,9 @@ def step_report(build: str, name: str, report: LearnerTestReport) -> str:
         f" {', '.join(seams_of(build, name))} caught."
     )
     if report.survivors:
-        lines.append(
-            f"  Mutants your test lets through (first {SHOWN_SURVIVORS}; one that behaves"
-            " exactly like your code can pass any test, the others are bugs it misses):"
-        )
+        lines.append(f"  Mutants your test lets through (first {SHOWN_SURVIVORS}):")
     for survivor in report.survivors[:SHOWN_SURVIVORS]:
-        lines.append(f"    - {survivor['description']}")
+        lines.append(f"    - {survivor['description']}{_verdict(survivor.get('checks'))}")
     if any(not caught for caught in report.sabotage_caught.values()):
         lines.append("Not done: make the test fail on the bug above, and run this cell again.")
     else:

@@ -144,3 +144,16 @@ def test_07_keeps_its_test_steps_beside_its_checks() -> None:
     assert every == ["checkpoint_not_compared", "upsert_ignores_version", "checkpoint_before_items"]
     for path in (ROOT / "workbook" / "buildchecks").glob("build07*.py"):
         assert len(path.read_text().splitlines()) <= 550, path
+
+
+@pytest.mark.slow
+def test_each_survivor_shown_is_put_to_the_steps_own_checks() -> None:
+    # The weak replay test lets real bugs through: the sink's visible checks fail on them.
+    weak = report(SOLUTION, WEAK).split("Mutants your test lets through", 1)[1]
+    assert weak.count("a real bug (this step's checks fail on it)") == 3, weak
+    # Build 05's own test lets one mutant through, `path = Path(path)` deleted, which
+    # behaves like the solution (`open` takes a str): the checks pass on it, and it says so.
+    solution_05 = SOLUTION.parent / "05_build_paginated_source.ipynb"
+    text = report(solution_05, None, name="test_second_run_writes_nothing", build="05")
+    assert "deleted `path = Path(path)`: this step's checks pass on it too" in text, text
+    assert "This step is done" in text
