@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook.errors import ExportError
-from workbook.magics import as_python
+from workbook.magics import as_python, rewritten
 from workbook.modules import execute, fresh_module, parse, registered
 
 EXPORTED_TAGS = ("setup", "answer")
@@ -61,8 +61,9 @@ for filename, source in json.loads(sys.stdin.read()):
         compile(source, filename, "exec", dont_inherit=True)
     except BaseException as exc:
         said = {"filename": filename, "error": type(exc).__name__, "detail": str(exc)[:300]}
-        print(json.dumps(said))
-        break
+        print(json.dumps(said), flush=True)
+        if not isinstance(exc, SyntaxError):
+            break
 """
 _fresh = itertools.count(1)
 #: A cell's marker in the exported text: its number and tag, how many lines follow, and the
@@ -252,7 +253,7 @@ def _tagged(path: Path, wanted: tuple[str, ...]) -> list[Cell]:
         if tags:
             cells.append(Cell(index=index, tag=tags[0], source=_newlines(cell_source(raw))))
     if sum(len(c.source) for c in cells) > COMPILE_HERE_BYTES:
-        _compile_apart(path, cells)
+        cells = _proven_apart(path, cells)
     for position, cell in enumerate(cells):
         try:
             compile(cell.source, _filename(path, cell), "exec", dont_inherit=True)
@@ -268,9 +269,29 @@ def _tagged(path: Path, wanted: tuple[str, ...]) -> list[Cell]:
     return cells
 
 
-def _compile_apart(path: Path, cells: list[Cell]) -> None:
+def _proven_apart(path: Path, cells: list[Cell]) -> list[Cell]:
+    """`cells`, each proven to compile in a child first (`_compile_apart`), or shown there to
+    be a syntax error found fast; a cell of IPython lines is given as its rewrite when that is
+    proven too. So nothing compiled in this process afterwards is a cell the child has not
+    bounded (a ``%time`` line must not carry a compile bomb past it)."""
+    broken = _compile_apart(path, cells)
+    rewrites = {
+        i: dataclasses.replace(cell, source=text)
+        for i, cell in enumerate(cells)
+        if _filename(path, cell) in broken and (text := rewritten(cell.source)) is not None
+    }
+    if not rewrites:
+        return cells
+    still = _compile_apart(path, list(rewrites.values()))
+    proven = {i: c for i, c in rewrites.items() if _filename(path, c) not in still}
+    return [proven.get(i, cell) for i, cell in enumerate(cells)]
+
+
+def _compile_apart(path: Path, cells: list[Cell]) -> set[str]:
     """Compile `cells` in a child interpreter first, within `COMPILE_SECONDS` and
-    `COMPILE_MEMORY`: `ExportError` when one does not compile there or the child runs out."""
+    `COMPILE_MEMORY`: `ExportError` when one does not compile there for any reason but a
+    syntax error, or the child runs out; else the file names of the cells with a syntax error
+    (found fast: compiled here again, for the message the kernel would give)."""
     import subprocess
     import sys
 
@@ -289,16 +310,16 @@ def _compile_apart(path: Path, cells: list[Cell]) -> None:
         raise ExportError(
             f"{path}: the graded cells did not compile within {COMPILE_SECONDS:g} s"
         ) from None
-    said = done.stdout.strip()
-    if done.returncode != 0 and not said:
+    said = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    syntax = {f["filename"] for f in said if f["error"] == "SyntaxError"}
+    fatal = [f for f in said if f["error"] != "SyntaxError"]
+    if fatal:
+        cell = next(c for c in cells if _filename(path, c) == fatal[0]["filename"])
+        detail = fatal[0]["detail"] or f"more than {COMPILE_MEMORY // 2**20} MiB to compile"
+        raise ExportError(f"{path}: {cell.label()}: {fatal[0]['error']}: {detail}")
+    if done.returncode != 0:  # it died before it could say which cell
         raise ExportError(f"{path}: the graded cells could not be compiled (out of memory?)")
-    if said:
-        failure = json.loads(said.splitlines()[-1])
-        if failure["error"] == "SyntaxError":
-            return  # found fast: compiled here again, for the message the kernel would give
-        cell = next(c for c in cells if _filename(path, c) == failure["filename"])
-        detail = failure["detail"] or f"more than {COMPILE_MEMORY // 2**20} MiB to compile"
-        raise ExportError(f"{path}: {cell.label()}: {failure['error']}: {detail}")
+    return syntax
 
 
 def _newlines(source: str) -> str:

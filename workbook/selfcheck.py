@@ -361,19 +361,23 @@ def build_module(path: Path, tagged: Sequence[Tagged], cells: Sequence[Any]) -> 
     with registered(module), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         for cell in tagged:
             try:
-                try:
-                    execute(module, cell.source, f"{path} [cell {cell.index}]")
-                except SyntaxError:
-                    python = as_python(cell.source)  # IPython lines, as the export reads them
-                    if python is None:
-                        raise
-                    execute(module, python, f"{path} [cell {cell.index}]")
+                execute(module, _as_exported(cell.source), f"{path} [cell {cell.index}]")
             except Exception as exc:
                 how = "as this kernel ran it" if cell.ran is not None else "as saved"
                 raise WorkbookError(
                     f"{cell_name(cells, cell.index)} ({how}) raised {type(exc).__name__}: {exc}"
                 ) from exc
     return module
+
+
+def _as_exported(source: str) -> str:
+    """The cell as the export reads it: itself, or (only when it does not compile) its IPython
+    lines made Python. Decided before it runs, so a cell runs once, whatever it raises."""
+    try:
+        compile(source, "<cell>", "exec", dont_inherit=True)
+    except SyntaxError:
+        return as_python(source) or source
+    return source
 
 
 def _identifier(text: str) -> str:
