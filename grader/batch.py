@@ -262,11 +262,23 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
         job.cells = read_test_cells(found.path)
         tests_id = content_id("test cells", repr((job.cells.text, job.cells.problem)))
     job.key = grade_key(entry.number, digest, source_id, tests_id)
+    if job.aliases and not _unchanged(job.aliases[0], entry, found.path, digest):
+        # Replaced while it was read (an LMS sync mid-batch): the bytes first hashed are not
+        # what was exported, so no alias may name this grade.
+        job.aliases = ()
     hit = cache.get(job.key)
     if hit is not None:
         job.grade = BuildGrade(entry, found, _relabel(hit, found.shown), source_id, cached=True)
         for alias_key in job.aliases:
             cache.put_alias(alias_key, job.key, source_id)
+
+
+def _unchanged(first: str, entry: Entry, path: Path, digest: str) -> bool:
+    """Whether the file still has the bytes whose `file_key` is `first`."""
+    try:
+        return file_key(entry.number, digest, notebook_bytes(path)) == first
+    except Exception:  # gone or unreadable now: changed
+        return False
 
 
 def _aliases(entry: Entry, path: Path, digest: str) -> Iterator[str]:

@@ -327,6 +327,30 @@ def test_rerunning_grades_nothing_and_rewrites_the_same_bytes(
     assert sorted(p.name for p in (out / "feedback").iterdir()) == ["ann.md", "ben.md"]
 
 
+def test_a_notebook_replaced_while_it_is_read_leaves_no_alias_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An LMS sync that replaces a notebook between its hash and its export: the bytes first
+    hashed must not come to name the grade of what was exported."""
+    submissions, out = tmp_path / "class", tmp_path / "grades"
+    path = corpus.write(submissions / "ann", corpus.solution())
+    solution = path.read_bytes()
+    export = batch.export_source
+
+    def replaced_first(notebook: Path) -> str:
+        corpus.write(submissions / "ann", corpus.exercise())  # the stub lands mid-read
+        return export(notebook)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(batch, "export_source", replaced_first)
+        grade_class(submissions, out, progress=io.StringIO())
+    assert rows(out)["ann"]["03"] == "0"  # the stub was what got graded
+    path.write_bytes(solution)  # the learner's own file again, byte for byte
+    again = grade_class(submissions, out, progress=io.StringIO())
+    assert again.graded == 1, "the solution's bytes were served the stub's grade"
+    assert rows(out)["ann"]["03"] == str(corpus.BUILD03.max_points)
+
+
 def test_make_check_submissions_grades_and_exits_zero(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
