@@ -12,16 +12,26 @@ and the grader's probe of one learner test) load these settings first:
 
 A test's own ``@settings`` (on a ``@given`` test) and the ``settings=`` it hands
 ``run_state_machine_as_test`` keep everything else they say (``stateful_step_count``, say),
-but these values win. Loading twice changes nothing.
+but these values win. What is not held (a ``@given`` defined inside a test, plain `random`)
+starts from fixed seeds instead: the global `random` and Hypothesis's own seed for tests that
+are not derandomized. The test runs in its own process, so a test that works to undo all
+this can only make its own grade a lottery, never better than the honest test's; `os.urandom`
+and `hash()` (never pinned: the workbook teaches that bug) stay what they are. Loading twice
+changes nothing.
 """
 
 from __future__ import annotations
 
 import functools
+import random
 import sys
 from typing import Any
 
 PROFILE = "run-it-twice-fixed"
+#: The seed of the global `random` and of Hypothesis's tests that are not derandomized.
+SEED = 0
+#: The examples `load` was given (None: not loaded in this process).
+_examples: int | None = None
 
 
 def fixed(max_examples: int) -> dict[str, Any]:
@@ -40,12 +50,18 @@ def fixed(max_examples: int) -> dict[str, Any]:
 def load(max_examples: int) -> None:
     """Make `fixed` the default profile, and hold state machines to it whatever settings they
     are run with."""
+    from hypothesis import core as hypothesis_core
     from hypothesis import settings as Settings
     from hypothesis import stateful
 
+    global _examples
+    _examples = max_examples
     values = fixed(max_examples)
     Settings.register_profile(PROFILE, **values)
     Settings.load_profile(PROFILE)
+    random.seed(SEED)
+    # What pytest's --hypothesis-seed sets; Hypothesis annotates it as None only.
+    hypothesis_core.global_force_seed = SEED  # type: ignore[assignment]
     # Loaded twice, wrap the original once: the latest `max_examples` wins.
     run = getattr(stateful.run_state_machine_as_test, "__wrapped__", None)
     run = run or stateful.run_state_machine_as_test
@@ -61,15 +77,15 @@ def load(max_examples: int) -> None:
 
 def hold(test: Any) -> None:
     """Hold a ``@given`` test's own ``@settings`` to `fixed` with the examples `load` was
-    given (it keeps what else it says). Does nothing before Hypothesis is imported."""
-    if "hypothesis" not in sys.modules:
+    given (not a profile the test loaded itself; it keeps what else it says). Does nothing
+    before `load`."""
+    if _examples is None or "hypothesis" not in sys.modules:
         return
     from hypothesis import settings as Settings
 
-    inner, current = getattr(test, "_hypothesis_internal_use_settings", None), Settings.default
-    if isinstance(inner, Settings) and current is not None:
-        values = fixed(current.max_examples)
-        test._hypothesis_internal_use_settings = Settings(inner, **values)
+    inner = getattr(test, "_hypothesis_internal_use_settings", None)
+    if isinstance(inner, Settings):
+        test._hypothesis_internal_use_settings = Settings(inner, **fixed(_examples))
 
 
 def warm_up() -> None:

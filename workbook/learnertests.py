@@ -23,6 +23,7 @@ import inspect
 import io
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -44,10 +45,12 @@ TEST_SECONDS = 0.5
 OWN_SECONDS = 2.0
 #: Mutants tried per test at most: the self-check must answer in about two seconds.
 MAX_MUTANTS = 60
-#: Survivors per test put to the step's visible checks (the report shows this many), and the
-#: real seconds those checks may take on one of them.
+#: Survivors per test put to the step's visible checks (the report shows this many), the real
+#: seconds those checks may take on one of them, and on all of them together (the self-check
+#: must still answer in about two seconds; a survivor past it is shown without a verdict).
 JUDGED_SURVIVORS = 3
-CHECK_SECONDS = 2.0
+CHECK_SECONDS = 1.0
+JUDGE_BUDGET_SECONDS = 1.5
 
 
 @dataclass(frozen=True)
@@ -102,10 +105,13 @@ def _build(sources: Sources, answers: Sequence[str], extra: str = "") -> dict[st
     return _module(sources, answers, extra).__dict__
 
 
-def _module(sources: Sources, answers: Sequence[str], extra: str = "") -> types.ModuleType:
+def _module(
+    sources: Sources, answers: Sequence[str], extra: str = "", *, tests: bool = True
+) -> types.ModuleType:
     module = fresh_module("learner_tests_subject")
     with registered(module):
-        for i, text in enumerate((*sources.setup, *answers, extra, *sources.tests)):
+        cells = (*sources.setup, *answers, extra, *(sources.tests if tests else ()))
+        for i, text in enumerate(cells):
             if text:
                 execute(module, text, f"<cell {i + 1}>")
     return module
@@ -121,7 +127,8 @@ def _visible_checks_catch(judge: dict[str, Any], sources: Sources, answers: list
     signal.setitimer(signal.ITIMER_REAL, float(judge.get("seconds", CHECK_SECONDS)))
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            results = checks.run(_module(sources, answers), *judge["steps"])
+            # The answers alone: nothing a test cell does at its top level sways the verdict.
+            results = checks.run(_module(sources, answers, tests=False), *judge["steps"])
     except BaseException:  # it hung, or did not load: the checks would say so too
         return True
     finally:
@@ -164,6 +171,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     """The child's work: every test on the learner's code, then on each mutant and sabotage."""
     signal.signal(signal.SIGALRM, _alarm)
     sources = Sources(tuple(job["setup"]), tuple(job["answers"]), tuple(job["tests"]))
+    random.seed(fixedhypothesis.SEED)  # as at grading: the same draws on every run
     if any("hypothesis" in text for text in (*sources.setup, *sources.tests)):
         _configure_hypothesis(int(job.get("max_examples", 25)))  # its import costs 0.7 s
     names: list[str] = job["names"]
@@ -192,6 +200,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     cap = int(job.get("max_mutants", MAX_MUTANTS))
     judge: dict[str, Any] | None = job.get("judge")
     verdicts: dict[str, bool] = {}  # by mutant: do the visible checks catch it?
+    judging = 0.0  # seconds spent on them so far
     for index, text in enumerate(sources.answers):
         for mutant in _cell_mutants(text, job.get("seams")):
             if all(reports[n].total >= cap for n in passing):
@@ -213,9 +222,12 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                 survivor = {"description": mutant.description, "diff": cut(mutant.diff, 400)}
                 judged = sum("checks" in s for s in report.survivors)
                 if judge is not None and judged < int(judge.get("limit", JUDGED_SURVIVORS)):
-                    if mutant.id not in verdicts:
+                    if mutant.id not in verdicts and judging < JUDGE_BUDGET_SECONDS:
+                        started = time.perf_counter()
                         verdicts[mutant.id] = _visible_checks_catch(judge, sources, answers)
-                    survivor["checks"] = "fail" if verdicts[mutant.id] else "pass"
+                        judging += time.perf_counter() - started
+                    if mutant.id in verdicts:
+                        survivor["checks"] = "fail" if verdicts[mutant.id] else "pass"
                 report.survivors.append(survivor)
     return [asdict(r) for r in reports.values()]
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import core as hypothesis_core
 from hypothesis import given, settings, stateful, strategies
 
 from workbook import fixedhypothesis
@@ -17,8 +19,14 @@ def held() -> Iterator[None]:
     try:
         yield
     finally:
-        stateful.run_state_machine_as_test = original
-        settings.load_profile("default")
+        _unload(original)
+
+
+def _unload(original: object) -> None:
+    stateful.run_state_machine_as_test = original  # type: ignore[assignment]
+    settings.load_profile("default")
+    hypothesis_core.global_force_seed = None
+    fixedhypothesis._examples = None
 
 
 def _machine(seen: list[list[int]]) -> type[stateful.RuleBasedStateMachine]:
@@ -94,5 +102,39 @@ def test_loading_twice_wraps_once() -> None:
         fixedhypothesis.load(5)
         assert stateful.run_state_machine_as_test.__wrapped__ is original  # type: ignore[attr-defined]
     finally:
-        stateful.run_state_machine_as_test = original
-        settings.load_profile("default")
+        _unload(original)
+
+
+@pytest.mark.usefixtures("held")
+def test_a_profile_the_test_loads_itself_does_not_change_the_examples() -> None:
+    settings.register_profile("mine", max_examples=1)
+    settings.load_profile("mine")
+    calls: list[int] = []
+
+    @given(strategies.integers())
+    def test(n: int) -> None:
+        calls.append(n)
+
+    fixedhypothesis.hold(test)
+    test()
+    assert len(calls) == 3, f"{len(calls)} examples ran, the manifest's number is 3"
+
+
+def test_what_is_not_held_starts_from_fixed_seeds() -> None:
+    def run() -> tuple[float, list[int]]:
+        original = stateful.run_state_machine_as_test
+        fixedhypothesis.load(3)
+        try:
+            drawn: list[int] = []
+
+            @settings(derandomize=False, database=None)
+            @given(strategies.integers(0, 10**9))
+            def nested(n: int) -> None:  # defined inside a test: never held
+                drawn.append(n)
+
+            nested()
+            return random.random(), drawn
+        finally:
+            _unload(original)
+
+    assert run() == run()
