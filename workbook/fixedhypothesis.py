@@ -48,8 +48,9 @@ def fixed(max_examples: int) -> dict[str, Any]:
 
 
 def load(max_examples: int) -> None:
-    """Make `fixed` the default profile, and hold state machines to it whatever settings they
-    are run with."""
+    """Make `fixed` the default profile, hold state machines to it whatever settings they are
+    run with, and seed the global `random` and Hypothesis's tests that are not derandomized
+    with `SEED`: every run draws the same."""
     from hypothesis import core as hypothesis_core
     from hypothesis import settings as Settings
     from hypothesis import stateful
