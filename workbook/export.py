@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook.errors import ExportError
-from workbook.magics import as_python, rewritten
+from workbook.magics import readable, rewritten
 from workbook.modules import execute, fresh_module, parse, registered
 
 EXPORTED_TAGS = ("setup", "answer")
@@ -256,14 +256,14 @@ def _tagged(path: Path, wanted: tuple[str, ...]) -> list[Cell]:
         cells = _proven_apart(path, cells)
     for position, cell in enumerate(cells):
         try:
-            compile(cell.source, _filename(path, cell), "exec", dont_inherit=True)
+            # `%time f()` as the kernel ran it, untimed; any other cell as it stands.
+            cells[position] = dataclasses.replace(
+                cell, source=readable(cell.source, _filename(path, cell))
+            )
         except SyntaxError as exc:
-            python = as_python(cell.source)  # `%time f()` as the kernel ran it, untimed
-            if python is None:
-                raise ExportError(
-                    f"{path}: {cell.label()}: {type(exc).__name__}: {exc.msg} (line {exc.lineno})"
-                ) from None
-            cells[position] = dataclasses.replace(cell, source=python)
+            raise ExportError(
+                f"{path}: {cell.label()}: {type(exc).__name__}: {exc.msg} (line {exc.lineno})"
+            ) from None
         except (ValueError, RecursionError, MemoryError) as exc:  # a null byte; too nested
             raise ExportError(f"{path}: {cell.label()}: {type(exc).__name__}: {exc}") from None
     return cells

@@ -36,6 +36,20 @@ _OPTIONS = re.compile(r"^(?:[ \t]*-\w+(?:[ \t]+\d+)?)*[ \t]*")
 NOTE = "IPython only, not run at grading"
 
 
+def readable(source: str, filename: str = "<cell>") -> str:
+    """A cell as the export (and so the grader and the self-check) reads it: `source` when it
+    compiles, else its IPython lines made Python when that compiles; else the `SyntaxError`
+    of `source` itself is raised (as are `compile`'s other errors)."""
+    try:
+        compile(source, filename, "exec", dont_inherit=True)
+    except SyntaxError:
+        python = as_python(source)
+        if python is None:
+            raise
+        return python
+    return source
+
+
 def as_python(source: str) -> str | None:
     """For a cell that does not compile: its IPython lines made Python (see the module), or
     None when it has none or the rewrite does not compile either (its own error stands)."""

@@ -32,7 +32,7 @@ from workbook.checks import CheckResult, Checks, namespace
 from workbook.errors import WorkbookError
 from workbook.export import Cell, cell_source, cell_tags, exported_cells, read_notebook
 from workbook.learnertests import Sources
-from workbook.magics import as_python
+from workbook.magics import readable
 from workbook.manifest import load_manifest
 from workbook.modules import execute, fresh_module, parse, registered
 from workbook.siblings import sibling_path
@@ -371,13 +371,12 @@ def build_module(path: Path, tagged: Sequence[Tagged], cells: Sequence[Any]) -> 
 
 
 def _as_exported(source: str) -> str:
-    """The cell as the export reads it: itself, or (only when it does not compile) its IPython
-    lines made Python. Decided before it runs, so a cell runs once, whatever it raises."""
+    """The cell as the export reads it (`workbook.magics.readable`), decided before it runs,
+    so a cell runs once whatever it raises; one that does not compile is left to raise."""
     try:
-        compile(source, "<cell>", "exec", dont_inherit=True)
-    except SyntaxError:
-        return as_python(source) or source
-    return source
+        return readable(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source
 
 
 def _identifier(text: str) -> str:
