@@ -173,7 +173,9 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     sources = Sources(tuple(job["setup"]), tuple(job["answers"]), tuple(job["tests"]))
     random.seed(fixedhypothesis.SEED)  # as at grading: the same draws on every run
     if any("hypothesis" in text for text in (*sources.setup, *sources.tests)):
-        _configure_hypothesis(int(job.get("max_examples", 25)))  # its import costs 0.7 s
+        _configure_hypothesis(
+            int(job.get("max_examples", fixedhypothesis.DEFAULT_EXAMPLES))
+        )  # its import costs 0.7 s
     names: list[str] = job["names"]
     reports = {
         n: LearnerTestReport(n, passes=False, message="not defined in a test cell") for n in names
@@ -249,7 +251,7 @@ def check(
     *,
     seams: Sequence[str] | None = None,
     sabotage: Sequence[Sabotage] = (),
-    max_examples: int = 25,
+    max_examples: int = fixedhypothesis.DEFAULT_EXAMPLES,
     max_mutants: int = MAX_MUTANTS,
     timeout: float = 30.0,
     judge: tuple[str, Sequence[str]] | None = None,

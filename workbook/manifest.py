@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from workbook.errors import ManifestError
+from workbook.fixedhypothesis import DEFAULT_EXAMPLES
 
 Kind = Literal["concept", "build", "quiz"]
 KINDS: tuple[Kind, ...] = ("concept", "build", "quiz")
@@ -41,7 +42,7 @@ class LearnerTestSpec:
     hint: str
     catches: tuple[str, ...]
     gate: str
-    max_examples: int = 25
+    max_examples: int = DEFAULT_EXAMPLES
     """Hypothesis examples per run, fixed so that a grade is the same on every run."""
     visible: ClassVar[bool] = True
     """The learner wrote it: it is never a hidden test."""
@@ -149,7 +150,7 @@ def load_manifest(path: Path | None = None) -> Manifest:
                     hint=t["hint"],
                     catches=tuple(t["catches"]),
                     gate=t["gate"],
-                    max_examples=int(t.get("max_examples", 25)),
+                    max_examples=int(t.get("max_examples", DEFAULT_EXAMPLES)),
                 )
                 for t in raw.get("learner_test", [])
             )

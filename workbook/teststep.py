@@ -14,6 +14,7 @@ import types
 from collections.abc import Sequence
 
 from workbook.checks import CheckResult, Checks
+from workbook.fixedhypothesis import DEFAULT_EXAMPLES
 from workbook.learnertests import (
     JUDGED_SURVIVORS,
     MAX_MUTANTS,
@@ -103,7 +104,7 @@ def gate_note(results: Sequence[CheckResult], steps: Sequence[str]) -> str | Non
 def max_examples(build: str, name: str) -> int:
     """The examples a Hypothesis test gets here: the manifest's, the grader's own number."""
     specs = {s.name: s for s in load_manifest().entry(build).learner_tests}
-    return specs[name].max_examples if name in specs else 25
+    return specs[name].max_examples if name in specs else DEFAULT_EXAMPLES
 
 
 def run_step(build: str, name: str, sources: Sources) -> LearnerTestReport:
