@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from grader import Runner
-from grader.cache import Cache, file_key, grade_key, grader_digest, raw_key
+from grader.cache import Cache, file_key, grade_key, grader_digest, raw_key, tests_key
 from grader.cleanup import remove_stale_scratch
 from grader.digest import content_id
 from grader.discovery import (
@@ -166,7 +166,7 @@ def grade_class(
             report.isolation = pool.isolation()
 
             def grade(runner: Runner, job: BuildJob) -> None:
-                _grade(job, runner, suites, cache, root)
+                _grade(job, runner, suites, cache, root, digests[job.entry.number])
                 bar.advance()
                 assert job.grade is not None and job.key is not None
                 for twin in same[job.key][1:]:
@@ -260,7 +260,7 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
     tests_id = None
     if entry.learner_tests:
         job.cells = read_test_cells(found.path)
-        tests_id = content_id("test cells", repr((job.cells.text, job.cells.problem)))
+        tests_id = _tests_id(job.cells)
     job.key = grade_key(entry.number, digest, source_id, tests_id)
     if job.aliases and not _unchanged(job.aliases[0], entry, found.path, digest):
         # Replaced while it was read (an LMS sync mid-batch): the bytes first hashed are not
@@ -271,6 +271,10 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
         job.grade = BuildGrade(entry, found, _relabel(hit, found.shown), source_id, cached=True)
         for alias_key in job.aliases:
             cache.put_alias(alias_key, job.key, source_id)
+
+
+def _tests_id(cells: TestCells) -> str:
+    return content_id("test cells", repr((cells.text, cells.problem)))
 
 
 def _unchanged(first: str, entry: Entry, path: Path, digest: str) -> bool:
@@ -323,9 +327,17 @@ def _relabel(result: SubmissionResult, label: str) -> SubmissionResult:
     )
 
 
-def _grade(job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache, root: Path) -> None:
+def _grade(
+    job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache, root: Path, digest: str
+) -> None:
     assert job.source is not None and job.key is not None
     entry = job.entry
+    # The learner tests' grade depends on the test cells alone: a notebook whose answers
+    # changed since (or another learner's with the same test cells) reuses it.
+    known, tests_at = None, None
+    if job.cells is not None:
+        tests_at = tests_key(entry.number, digest, _tests_id(job.cells))
+        known = cache.get_tests(tests_at)
     try:
         result = runner.grade_source(
             entry.number,
@@ -335,11 +347,14 @@ def _grade(job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache, 
             entry=entry,
             cells=job.cells,
             root=root,
+            known_tests=known,
         )
     except Exception as exc:  # the grader's own failure: reported, never cached
         reason = f"{GRADER_FAULT} {type(exc).__name__}: {one_line(str(exc), 300)}"
         result = _zero(entry, job.found.shown, reason, Outcome.GRADER_FAULT)
     source_id = content_id("submission", job.source)
+    if tests_at is not None and known is None and result.status != "error":
+        cache.put_tests(tests_at, result.tests[len(entry.tests) :])  # graded, not zeroed
     if cache.put(job.key, result):
         for alias_key in job.aliases:
             cache.put_alias(alias_key, job.key, source_id)

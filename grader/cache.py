@@ -5,9 +5,11 @@ digest (`grader_digest`) covers the build's hidden suite, the reference seams, t
 the `etl`, `workbook` and `grader` packages, ``requirements.txt``, the grading limits, the
 Python version and `GRADER_VERSION`, and the build's solution notebook (the wheat its learner
 tests run against); the submission id is the content id of its exported setup and answer
-cells, and the test cells' id that of its exported `test` cells (`grader.wheats`). Unchanged
-inputs hit; a grade the grader itself failed to produce (`SubmissionResult.grader_fault`) is
-never stored.
+cells, and the test cells' id that of its exported `test` cells (`grader.wheats`). The
+learner tests' results are stored once more on their own (`tests_key`: the build, the grader
+digest and the test cells' id), since they never depend on the answers: a notebook whose
+answers changed runs its hidden probes again, not its learner tests. Unchanged inputs hit; a
+grade the grader itself failed to produce (`SubmissionResult.grader_fault`) is never stored.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +81,13 @@ def grade_key(build: str, grader: str, source_id: str, tests_id: str | None = No
     return content_id("grade", canonical_json(parts))
 
 
+def tests_key(build: str, grader: str, tests_id: str) -> str:
+    """The key of the learner tests' results alone: they depend on the test cells and the
+    grader, never on the answers, so a notebook whose answers changed reuses them."""
+    parts = {"build": build, "grader": grader, "tests": tests_id}
+    return content_id("learner tests", canonical_json(parts))
+
+
 def file_key(build: str, grader: str, data: bytes) -> str:
     """A third key for the same grade: from the notebook file's bytes. Equal bytes hold equal
     cells, so a re-run of an unchanged class hashes each file and parses none of them."""
@@ -135,6 +145,27 @@ class Cache:
         data = {"key": raw, "alias": key, "source_id": source_id}
         try:
             replace_file(self._path(raw), json.dumps(data, sort_keys=True) + "\n")
+        except OSError:
+            self.unwritten += 1
+
+    def get_tests(self, key: str) -> tuple[TestResult, ...] | None:
+        """The learner tests' results stored under `key` (a `tests_key`), if any."""
+        try:
+            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+            if data.get("key") != key:
+                return None
+            tests = tuple(_test_from_json(t) for t in data["tests"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return None if any(t.kind is Outcome.GRADER_FAULT for t in tests) else tests
+
+    def put_tests(self, key: str, tests: Sequence[TestResult]) -> None:
+        """Store learner tests' results under `key`; never any the grader failed to grade."""
+        if any(t.kind is Outcome.GRADER_FAULT for t in tests):
+            return
+        data = {"key": key, "tests": [asdict(t) for t in tests]}
+        try:
+            replace_file(self._path(key), json.dumps(data, sort_keys=True, indent=1) + "\n")
         except OSError:
             self.unwritten += 1
 

@@ -264,6 +264,51 @@ def test_points_reach_grades_csv_and_the_cache_key_holds_the_test_cells(tmp_path
     assert changed.graded == 1  # only the test cells changed: that notebook is regraded
 
 
+def _with_answer(notebook: Path, extra: str, dest: Path) -> None:
+    data = json.loads(notebook.read_text(encoding="utf-8"))
+    cell = [c for c in data["cells"] if "answer" in cell_tags(c)][-1]
+    cell["source"] = cell_source(cell) + extra
+    dest.write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_changed_answers_reuse_the_learner_tests_grade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The learner tests' grade depends on the test cells alone: a notebook whose answers
+    changed runs its hidden probes again and reuses that grade; answers that no longer load
+    still zero it, and changed test cells are graded again."""
+    from grader import runner as runner_module
+
+    entry = MANIFEST.entry("03")
+    assert entry.solution is not None
+    solution = ROOT / entry.solution
+    submissions, out = tmp_path / "class", tmp_path / "grades"
+    (submissions / "ada").mkdir(parents=True)
+    mine = submissions / "ada" / solution.name
+    shutil.copy(solution, mine)
+    first = grade_class(submissions, out, workers=1)
+    graded = []
+    real = runner_module.grade_learner_tests
+
+    def counted(*args: object, **kw: object) -> list[Result]:
+        graded.append(1)
+        return real(*args, **kw)  # type: ignore[arg-type]  # (passed through as given)
+
+    monkeypatch.setattr(runner_module, "grade_learner_tests", counted)
+    _with_answer(solution, "\n# a comment: new answers, same tests\n", mine)
+    again = grade_class(submissions, out, workers=1)
+    assert again.graded == 1 and graded == []
+    [before], [after] = first.learners[0].builds[:1], again.learners[0].builds[:1]
+    assert before.result.tests == after.result.tests  # the same points and messages
+    _with_answer(solution, "\nraise RuntimeError('half done')\n", mine)
+    broken = grade_class(submissions, out, workers=1)
+    assert broken.learners[0].builds[0].score == 0 and graded == []
+    weak = "    assert await sink.load(rows) == 0  # the replay writes nothing new\n"
+    _with_test_cell(solution, weak, weak + "    assert True\n", mine)
+    grade_class(submissions, out, workers=1)
+    assert graded == [1]  # new test cells: graded again
+
+
 def _rest() -> int:
     return sum(e.max_points for e in MANIFEST.graded if e.number not in ("03", "05"))
 
