@@ -82,6 +82,10 @@ class BuildJob:
     """Other keys of the same grade: `grader.cache.file_key` of the notebook's bytes, then
     `grader.cache.raw_key` of its stored graded cells (each left out when not readable)."""
     grade: BuildGrade | None = None
+    tests_key: str | None = None
+    """Where its learner tests' grade is cached (`grader.cache.tests_key`)."""
+    known_tests: tuple[TestResult, ...] | None = None
+    """That grade, when the cache had it: the learner tests are then not run again."""
 
 
 def _zero(entry: Entry, label: str, reason: str, kind: Outcome) -> SubmissionResult:
@@ -156,7 +160,9 @@ def grade_class(
     if unique:
         size = min(workers or os.cpu_count() or 1, len(unique))
         hide = (submissions.resolve(), out.resolve())
-        with contextlib.closing(RunnerPool(size, limits, hide=hide, walls=walls)) as pool:
+        fresh_tests = any(j.cells is not None and j.known_tests is None for j in unique)
+        pool = RunnerPool(size, limits, hide=hide, walls=walls, learner_tests=fresh_tests)
+        with contextlib.closing(pool):
             pool.spawn()
             # While the servers import: only the builds to grade, so a run served from the
             # cache imports no hidden suite, one changed notebook only its own.
@@ -166,7 +172,7 @@ def grade_class(
             report.isolation = pool.isolation()
 
             def grade(runner: Runner, job: BuildJob) -> None:
-                _grade(job, runner, suites, cache, root, digests[job.entry.number])
+                _grade(job, runner, suites, cache, root)
                 bar.advance()
                 assert job.grade is not None and job.key is not None
                 for twin in same[job.key][1:]:
@@ -271,6 +277,11 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
         job.grade = BuildGrade(entry, found, _relabel(hit, found.shown), source_id, cached=True)
         for alias_key in job.aliases:
             cache.put_alias(alias_key, job.key, source_id)
+    elif job.cells is not None:
+        # The learner tests' grade depends on the test cells alone: a notebook whose answers
+        # changed since (or another learner's with the same test cells) reuses it.
+        job.tests_key = tests_key(entry.number, digest, tests_id or "")
+        job.known_tests = cache.get_tests(job.tests_key)
 
 
 def _tests_id(cells: TestCells) -> str:
@@ -327,17 +338,10 @@ def _relabel(result: SubmissionResult, label: str) -> SubmissionResult:
     )
 
 
-def _grade(
-    job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache, root: Path, digest: str
-) -> None:
+def _grade(job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache, root: Path) -> None:
     assert job.source is not None and job.key is not None
     entry = job.entry
-    # The learner tests' grade depends on the test cells alone: a notebook whose answers
-    # changed since (or another learner's with the same test cells) reuses it.
-    known, tests_at = None, None
-    if job.cells is not None:
-        tests_at = tests_key(entry.number, digest, _tests_id(job.cells))
-        known = cache.get_tests(tests_at)
+    known = job.known_tests
     try:
         result = runner.grade_source(
             entry.number,
@@ -353,8 +357,8 @@ def _grade(
         reason = f"{GRADER_FAULT} {type(exc).__name__}: {one_line(str(exc), 300)}"
         result = _zero(entry, job.found.shown, reason, Outcome.GRADER_FAULT)
     source_id = content_id("submission", job.source)
-    if tests_at is not None and known is None and result.status != "error":
-        cache.put_tests(tests_at, result.tests[len(entry.tests) :])  # graded, not zeroed
+    if job.tests_key is not None and known is None and result.status != "error":
+        cache.put_tests(job.tests_key, result.tests[len(entry.tests) :])  # graded, not zeroed
     if cache.put(job.key, result):
         for alias_key in job.aliases:
             cache.put_alias(alias_key, job.key, source_id)

@@ -31,9 +31,14 @@ class RunnerPool:
         *,
         hide: Sequence[Path] = (),
         walls: WallsMode | None = None,
+        learner_tests: bool = True,
     ) -> None:
+        """`learner_tests`: whether any will run (see `Runner`)."""
         hidden = tuple(str(p) for p in hide)
-        self.runners = [Runner(limits, hide=hidden, walls=walls) for _ in range(max(1, size))]
+        self.runners = [
+            Runner(limits, hide=hidden, walls=walls, learner_tests=learner_tests)
+            for _ in range(max(1, size))
+        ]
         self._free: queue.SimpleQueue[Runner] = queue.SimpleQueue()
         for runner in self.runners:
             self._free.put(runner)

@@ -32,6 +32,8 @@ CRASHED = 70
 #: file capturing the worker's output, the job's private input (`Private`, read by the worker
 #: alone), the probes module's text, and the folder that receives the worker's artefacts.
 JOB_FDS = ("results", "output", "private", "suite", "artefacts")
+#: The fork server's WARM argument when learner tests will run on it (Hypothesis warmed up).
+WARM = "learner-tests"
 
 WallsMode = str
 """``"bwrap"`` (walls raised by bubblewrap and each worker), ``"off"`` (none: the instructor's

@@ -102,11 +102,15 @@ class Runner:
         *,
         hide: tuple[str | Path, ...] = (),
         walls: WallsMode | None = None,
+        learner_tests: bool = True,
     ) -> None:
         """`walls`: ``"bwrap"`` (raises `WallsUnavailable` when they cannot be raised here),
         ``"off"`` or ``"container"``; None: walls where they can be raised, else none (for
         the instructor's own notebooks). `hide`: folders covered besides `SECRET_PARTS` should
-        an allowed folder hold them (a batch adds its output folder and the submissions)."""
+        an allowed folder hold them (a batch adds its output folder and the submissions).
+        `learner_tests`: whether learner tests will run (their server then warms Hypothesis
+        up; without it they still run, each worker importing it)."""
+        self.learner_tests = learner_tests
         self.limits = limits or Limits()
         self.python = python
         self.walls: WallsMode = walls or sandbox.default_walls(python)
@@ -143,7 +147,11 @@ class Runner:
         self._kept.clear()
 
     def _new_server(self, hashseed: str) -> ForkServer:
-        return ForkServer(hashseed, self.limits, self.python, walls=self.walls, hide=self.secrets)
+        # Learner tests run in the first interpreter only (`grader.wheatprobe`: one of them).
+        warm = self.learner_tests and hashseed == HASHSEEDS[0]
+        return ForkServer(
+            hashseed, self.limits, self.python, walls=self.walls, hide=self.secrets, warm=warm
+        )
 
     def start(self) -> Runner:
         """Start both fork servers at once (otherwise each starts on first use)."""

@@ -1,8 +1,9 @@
 """The fork server: an interpreter that imports everything once, then forks a worker per job.
 
 Started by the runner (``grader.forkclient``) as ``python -s -P -m grader.child.forkserver FD
-MODE UID KEEP``, inside bubblewrap when MODE is ``bwrap`` (KEEP: `Plan.keep`, as JSON). It
-becomes a subreaper, says it is ready, and waits on the socket FD for requests. For each job
+MODE UID WARM KEEP``, inside bubblewrap when MODE is ``bwrap`` (KEEP: `Plan.keep`, as JSON). It
+becomes a subreaper, says it is ready, warms Hypothesis up when WARM is ``learner-tests`` (the
+server its learner tests run on), and waits on the socket FD for requests. For each job
 it imports the probes from the text passed with the job (once per text: no hidden file is
 ever bound into the walls), clones the job's first process into namespaces of its own
 (`grader.child.worker.first`), reports its pid, and then waits on three things at once: the
@@ -38,7 +39,17 @@ import etl  # noqa: F401
 from grader.child import walls
 from grader.child.worker import Fds, Plan, first
 from grader.observe import Probes, safe_text
-from grader.protocol import JOB_FDS, Exit, Job, Ready, Reply, Request, decode_request, encode_reply
+from grader.protocol import (
+    JOB_FDS,
+    WARM,
+    Exit,
+    Job,
+    Ready,
+    Reply,
+    Request,
+    decode_request,
+    encode_reply,
+)
 from workbook.modules import execute, fresh_module
 
 _suites: dict[str, Probes] = {}
@@ -48,7 +59,7 @@ KILL_PATIENCE = 2.0
 
 def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
-    keep = tuple(json.loads(argv[3]))
+    keep = tuple(json.loads(argv[4]))
     plan = Plan(mode=argv[1], privileged=os.geteuid() == 0, uid=int(argv[2]), keep=keep)
     walls.die_with_parent()
     walls.become_subreaper()
@@ -59,7 +70,8 @@ def main(argv: list[str]) -> int:
         hash=hash("run-it-twice"),
     )
     sock.sendall(encode_reply(Reply.READY, **ready.__dict__))
-    _preload()
+    if argv[3] == WARM:
+        _preload()
     while True:
         _reap()
         try:
