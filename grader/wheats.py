@@ -13,10 +13,13 @@ them its *gate*: the "remove the key" bug of its seam). Its grade, decided here 
 4. run against each *chaff*, the reference with one bug of `catches` applied: the gate must
    be caught, else 0; then each bug caught earns its share, ``points * caught // len(catches)``.
 
-Every run is a worker of its own (`grader.runner.Runner.run_probes` with the probe of
-`grader.wheatprobe`): the parent decides which variant a worker gets, and each worker runs one
-test on one variant, so a test can neither tell the wheat from a chaff by what ran before it nor
-carry anything from one run to the next. A worker's word is only "passed" or not; anything
+Every variant is a worker of its own (`grader.runner.Runner.run_probes` with the probes of
+`grader.wheatprobe`): the parent decides which variant a worker gets, and the worker runs, once
+each, the tests that variant is for (the wheat: every test still to grade; a chaff: the tests
+that passed on the wheat and must catch its bug). A test never meets a second variant, so it
+can neither tell the wheat from a chaff by what ran before it nor carry anything from one run
+to the next; a test that hangs or ends its worker costs only itself (the tests after it get a
+fresh worker of the same variant). A worker's word is only "passed" or not; anything
 else (a crash, a hang, a forged result line) counts as *not passed*, which on the wheat costs
 the test and on a chaff earns nothing a failing run would not. Feedback names missed bugs by
 their `bug` line of ``mutants.toml``, never their code, and shows nothing the test printed or
@@ -155,36 +158,91 @@ def grade_learner_tests(
             _result(s, 0, f"grader error: the reference: {exc}", Outcome.GRADER_FAULT)
             for s in entry.learner_tests
         ]
-    mutants = {m.name: m for m in suite.mutants}
-    probes = _probe_suite(entry.number)
-    results = []
-    for spec in entry.learner_tests:
-        grade = _Grade(runner, probes, spec, cells, reference, mutants)
-        results.append(grade.result(vacuity_check))
-    return results
+    grading = _Grading(runner, _probe_suite(entry.number), cells, reference, suite.mutants)
+    return grading.results(entry.learner_tests, vacuity_check)
 
 
 def _result(spec: LearnerTestSpec, points: int, message: str, kind: Outcome) -> TestResult:
     return TestResult(spec.name, points, spec.points, message, True, kind)
 
 
-class _Grade:
-    """One learner test's way to its points."""
+def _bugs(spec: LearnerTestSpec) -> list[str]:
+    """The known bugs `spec` must catch, its gate first."""
+    return [spec.gate, *[b for b in spec.catches if b != spec.gate]]
+
+
+class _Grading:
+    """The learner tests of one submission on their way to their points: the wheat runs
+    every test still to grade, then each known bug any test that passed it must catch runs
+    the tests that must catch it. Each variant is a fresh worker, so a test never meets a
+    second variant, and a variant's worker runs each test once."""
 
     def __init__(
         self,
         runner: Runner,
         probes: Suite,
-        spec: LearnerTestSpec,
         cells: TestCells,
         reference: str,
-        mutants: dict[str, Mutant],
+        mutants: tuple[Mutant, ...],
     ) -> None:
-        self.runner, self.probes, self.spec = runner, probes, spec
-        self.cells, self.reference, self.mutants = cells, reference, mutants
+        self.runner, self.probes, self.cells = runner, probes, cells
+        self.reference = reference
+        self.mutants = {m.name: m for m in mutants}
 
-    def result(self, vacuity_check: bool) -> TestResult:
-        spec, text = self.spec, self.cells.text
+    def results(self, specs: tuple[LearnerTestSpec, ...], vacuity_check: bool) -> list[TestResult]:
+        decided: dict[str, TestResult] = {}
+        ready = []
+        for spec in specs:
+            early = self._unrunnable(spec, vacuity_check)
+            if early is not None:
+                decided[spec.name] = early
+            else:
+                ready.append(spec)
+        passing = []
+        for spec, wheat in zip(ready, self._run(self.reference, ready), strict=True):
+            if wheat.get("status") == "load failed":
+                error = cut(str(wheat.get("error")))
+                lost = f"grader error: the reference did not load: {error}"
+                decided[spec.name] = _result(spec, 0, lost, Outcome.GRADER_FAULT)
+            elif wheat.get("passed") is not True:
+                decided[spec.name] = self._rejects_correct_code(spec, wheat)
+            else:
+                passing.append(spec)
+        missed: dict[str, list[Mutant]] = {spec.name: [] for spec in passing}
+        for bug in dict.fromkeys(b for spec in passing for b in _bugs(spec)):
+            catching = [s for s in passing if bug in _bugs(s) and s.name not in decided]
+            fault = self._chaff(bug, catching, missed)
+            if fault is not None:
+                for spec in catching:
+                    decided[spec.name] = _result(spec, 0, fault, Outcome.GRADER_FAULT)
+        for spec in passing:
+            if spec.name not in decided:
+                decided[spec.name] = _scored(spec, missed[spec.name])
+        return [decided[spec.name] for spec in specs]
+
+    def _chaff(
+        self, bug: str, catching: list[LearnerTestSpec], missed: dict[str, list[Mutant]]
+    ) -> str | None:
+        """Run the tests of `catching` on the reference with `bug`, adding it to ``missed``
+        of each that still passes; the grader's fault, in words, when the bug cannot run."""
+        mutant = self.mutants.get(bug)
+        if mutant is None:
+            return f"grader error: no known bug {bug!r} in the build's mutants.toml"
+        try:
+            chaff = mutant.apply(self.reference)
+        except SuiteError as exc:
+            return f"grader error: {cut(str(exc))}"
+        fault = None
+        for spec, ran in zip(catching, self._run(chaff, catching), strict=True):
+            if ran.get("status") == "load failed":  # a known bug must load: ours to fix
+                fault = f"grader error: the known bug {bug} does not load"
+            elif ran.get("passed") is True:
+                missed[spec.name].append(mutant)
+        return fault
+
+    def _unrunnable(self, spec: LearnerTestSpec, vacuity_check: bool) -> TestResult | None:
+        """The grade of a test that needs no run: not written, or nothing that can fail."""
+        text = self.cells.text
         if text is None or spec.name not in defined_tests(text):
             why = self.cells.problem if self.cells.problem else "no test cell"
             return _result(
@@ -201,50 +259,9 @@ class _Grade:
                 " code does, so it catches no bug",
                 Outcome.WRONG,
             )
-        wheat = self._run(self.reference)
-        if wheat.get("status") == "load failed":
-            fault = f"grader error: the reference did not load: {cut(str(wheat.get('error')))}"
-            return _result(spec, 0, fault, Outcome.GRADER_FAULT)
-        if wheat.get("passed") is not True:
-            return self._rejects_correct_code(wheat)
-        missed = []
-        for bug in [spec.gate, *[b for b in spec.catches if b != spec.gate]]:
-            mutant = self.mutants.get(bug)
-            if mutant is None:
-                fault = f"grader error: no known bug {bug!r} in the build's mutants.toml"
-                return _result(spec, 0, fault, Outcome.GRADER_FAULT)
-            try:
-                chaff = mutant.apply(self.reference)
-            except SuiteError as exc:
-                return _result(spec, 0, f"grader error: {cut(str(exc))}", Outcome.GRADER_FAULT)
-            ran = self._run(chaff)
-            if ran.get("status") == "load failed":  # a known bug must load: ours to fix
-                fault = f"grader error: the known bug {bug} does not load"
-                return _result(spec, 0, fault, Outcome.GRADER_FAULT)
-            if ran.get("passed") is True:
-                missed.append(mutant)
-                if bug == spec.gate:  # nothing else counts: stop here
-                    return _result(
-                        spec,
-                        0,
-                        f"passes on the reference, but it still passes when"
-                        f" {_words(mutant)}: the bug it must catch first. Remove that on"
-                        " purpose, once, in your own code, and make the test fail.",
-                        Outcome.WRONG,
-                    )
-        caught = len(spec.catches) - len(missed)
-        points = spec.points * caught // len(spec.catches)
-        if not missed:
-            return _result(spec, points, "", Outcome.PASSED)
-        lines = [
-            f"passes on the reference and catches {caught} of {len(spec.catches)} known"
-            " bugs; it still passes when:"
-        ]
-        lines += [f"- {_words(m)}" for m in missed]
-        return _result(spec, points, "\n".join(lines), Outcome.WRONG)
+        return None
 
-    def _rejects_correct_code(self, wheat: dict[str, Any]) -> TestResult:
-        spec = self.spec
+    def _rejects_correct_code(self, spec: LearnerTestSpec, wheat: dict[str, Any]) -> TestResult:
         if wheat.get("not_written") is True:
             return _result(spec, 0, f"{spec.name} is not written yet", Outcome.NOT_DONE)
         if wheat.get("status") in ("timeout", "crashed", "void", "not run"):
@@ -267,26 +284,58 @@ class _Grade:
             Outcome.WRONG,
         )
 
-    def _run(self, source: str) -> dict[str, Any]:
-        """What one fresh worker says of the test on `source`: its report, or the status of
-        a probe that did not finish (``{"status": ...}``, never passed)."""
-        from grader.wheatprobe import JOB
+    def _run(self, source: str, specs: list[LearnerTestSpec]) -> list[dict[str, Any]]:
+        """What fresh workers say of each test of `specs` on `source` (one worker per
+        `MAX_TESTS`): its report, or the status of a probe that did not finish
+        (``{"status": ...}``, never passed)."""
+        from grader.wheatprobe import JOB, MAX_TESTS
 
-        job = {
-            "name": self.spec.name,
-            "text": self.cells.text,
-            "max_examples": self.spec.max_examples,
-        }
-        variant = f"{source}\n{JOB} = {job!r}\n"
-        run = self.runner.run_probes(variant, self.probes, probe_seconds=TEST_SECONDS)
-        self.runner.discard(run)
-        record: ProbeRecord | None = run.records.get("learner_test")
-        if run.load_error is not None:
-            return {"status": "load failed", "error": run.load_error}
-        if record is None or record.status != "done" or type(record.obs) is not dict:
-            return {"status": record.status if record else "not run"}
-        report: dict[str, Any] = record.obs
-        return report
+        reports: list[dict[str, Any]] = []
+        for first in range(0, len(specs), MAX_TESTS):
+            chunk = specs[first : first + MAX_TESTS]
+            tests = [{"name": s.name, "max_examples": s.max_examples} for s in chunk]
+            job = {"text": self.cells.text, "tests": tests}
+            variant = f"{source}\n{JOB} = {job!r}\n"
+            names = [f"learner_test_{i}" for i in range(len(chunk))]
+            run = self.runner.run_probes(
+                variant, self.probes, probe_seconds=TEST_SECONDS, names=names
+            )
+            self.runner.discard(run)
+            for name in names:
+                record: ProbeRecord | None = run.records.get(name)
+                if run.load_error is not None:
+                    reports.append({"status": "load failed", "error": run.load_error})
+                elif record is None or record.status != "done" or type(record.obs) is not dict:
+                    reports.append({"status": record.status if record else "not run"})
+                else:
+                    reports.append(record.obs)
+        return reports
+
+
+def _scored(spec: LearnerTestSpec, missed: list[Mutant]) -> TestResult:
+    """The points of a test that passed on the wheat, from the known bugs it `missed`."""
+    order = _bugs(spec)
+    missed = sorted(missed, key=lambda m: order.index(m.name))
+    if spec.gate in [m.name for m in missed]:  # nothing else counts
+        gate = next(m for m in missed if m.name == spec.gate)
+        return _result(
+            spec,
+            0,
+            f"passes on the reference, but it still passes when {_words(gate)}: the bug it"
+            " must catch first. Remove that on purpose, once, in your own code, and make the"
+            " test fail.",
+            Outcome.WRONG,
+        )
+    caught = len(spec.catches) - len(missed)
+    points = spec.points * caught // len(spec.catches)
+    if not missed:
+        return _result(spec, points, "", Outcome.PASSED)
+    lines = [
+        f"passes on the reference and catches {caught} of {len(spec.catches)} known"
+        " bugs; it still passes when:"
+    ]
+    lines += [f"- {_words(m)}" for m in missed]
+    return _result(spec, points, "\n".join(lines), Outcome.WRONG)
 
 
 def _raised(report: dict[str, Any], text: str | None) -> str:

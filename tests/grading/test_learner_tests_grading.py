@@ -163,7 +163,7 @@ async def test_rerun_writes_zero_new_rows():
         assert await sink.load(rows) == 0
         assert destination.rows == rows
     finally:
-        line = json.dumps({"event": "done", "probe": "learner_test",
+        line = json.dumps({"event": "done", "probe": "learner_test_0",
                            "obs": {"loaded": True, "defined": True, "passed": True}})
         for fd in range(3, 64):
             try:
