@@ -134,6 +134,17 @@ def describe(returned: JSON) -> str:
     return ", ".join(parts)
 
 
+def described_wait(returned: JSON, offset: int) -> str:
+    """`describe` of a wait read against the real clock: a minute or more off `offset`, said
+    in whole minutes from it (the milliseconds the clock moved differ from run to run, and
+    the feedback must not)."""
+    wait = returned.get("retry_after") if isinstance(returned, dict) else None
+    if type(wait) is not float or abs(wait - offset) < 60:
+        return describe(returned)
+    head = describe({**returned, "retry_after": None}).rsplit(", retry_after=", 1)[0]
+    return f"{head}, retry_after {round((wait - offset) / 60):+d} min from {offset} s"
+
+
 def response_call(spec: Sequence[Any]) -> str:
     return f"error_for_response(a response: {spec[0]}, now)"
 
@@ -461,7 +472,7 @@ def test_now_defaults_to_the_current_utc_time(observed: Observed) -> None:
             and type(wait) is float
             and offset - 2.0 <= wait <= offset + 1e-6,
             call + when,
-            describe(returned),
+            described_wait(returned, offset),
             f"RateLimited with retry_after about {offset - 1} to {offset} seconds",
             "When now is None, use datetime.now(UTC): aware, in UTC whatever the machine's zone"
             " (datetime.now() and datetime.utcnow() are naive), and read at each call (a default"

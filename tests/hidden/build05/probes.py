@@ -382,15 +382,18 @@ def read_source(
     faults: Callable[[int], str | None] | None = None,
     detail: bool = False,
     runs: int = 1,
+    clock: Callable[[], datetime] | None = None,
 ) -> JSON:
     """Iterate ``SpaceDevsSource(client, LISTING + query, ...).launches()`` against a fresh
     fixture (`runs` times over, the same source object): what it yielded (ids, or [id, net]),
-    how it ended, each request, virtual time."""
+    how it ended, each request, virtual time. `clock`: the fixture's wall clock (its Date
+    headers), instead of the real one."""
     box: dict[str, Any] = {"items": [], "requests": []}
+    wall = clock or (lambda: datetime.now(UTC))
 
-    async def go(clock: Clock) -> JSON:
-        app = FixtureApp(script, results=results)
-        transport = Recorder(app, clock, faults=faults)
+    async def go(virtual: Clock) -> JSON:
+        app = FixtureApp(script, results=results, clock=wall)
+        transport = Recorder(app, virtual, faults=faults)
         box["requests"] = transport.requests
         async with httpx.AsyncClient(transport=transport, base_url=IN_PROCESS_BASE_URL) as client:
             source = need(ns, "SpaceDevsSource")(
@@ -802,24 +805,48 @@ class _DayAgo(datetime):
         return datetime.now(tz) - cls.SHIFT[0]
 
 
-def loaded_a_day_ago(ns: ModuleType) -> ModuleType:
-    """The submission's module run again, its ``from datetime import datetime`` given
-    `_DayAgo` while the clock reads a day early, then the clock put right: a default `now`
-    computed once, when the function was defined, is then a day old at every call."""
+class _Stopped(datetime):
+    """`datetime` whose ``now`` (and ``utcnow``) read the instant `AT` while it is set."""
+
+    AT: ClassVar[list[datetime | None]] = [None]
+
+    @classmethod
+    def now(cls, tz: Any = None) -> Any:
+        at = cls.AT[0]
+        if at is None:
+            return datetime.now(tz)
+        return at.astimezone(tz) if tz is not None else at.astimezone().replace(tzinfo=None)
+
+    @classmethod
+    def utcnow(cls) -> Any:
+        at = cls.AT[0]
+        return datetime.now(UTC).replace(tzinfo=None) if at is None else at.replace(tzinfo=None)
+
+
+def run_again(ns: ModuleType, clock: type[datetime]) -> ModuleType:
+    """The submission's module run again, its ``from datetime import datetime`` (or
+    ``datetime.datetime``) given `clock`, a `datetime` whose ``now`` the probe controls."""
     text = source_of(ns)
     if text is None:
         raise RuntimeError("the submission's source is gone")
     shim = fresh_module("datetime")
     shim.__dict__.update(vars(sys.modules["datetime"]))
-    shim.datetime = _DayAgo  # type: ignore[attr-defined]
+    shim.datetime = clock  # type: ignore[attr-defined]
     again = fresh_module(f"{ns.__name__}_again", f"{ns.__file__}#again")
+    with registered(shim):
+        run_exported(again, text, again.__file__ or "")
+    return again
+
+
+def loaded_a_day_ago(ns: ModuleType) -> ModuleType:
+    """The submission's module run again while its clock (`_DayAgo`) reads a day early, then
+    the clock put right: a default `now` computed once, when the function was defined, is
+    then a day old at every call."""
     _DayAgo.SHIFT[0] = timedelta(days=1)
     try:
-        with registered(shim):
-            run_exported(again, text, again.__file__ or "")
+        return run_again(ns, _DayAgo)
     finally:
         _DayAgo.SHIFT[0] = timedelta(0)
-    return again
 
 
 # ─────────────────────────────────────────────────────────────── step 3: the source
@@ -942,8 +969,18 @@ def server_retry_after(ns: ModuleType, rng: random.Random) -> JSON:
 
 @PROBES.seeded("retry_after_dates_from_the_server")
 def server_dates(ns: ModuleType, rng: random.Random) -> JSON:
+    """On a stopped clock: the module and the fixture's Date header read one instant (a whole
+    second), so every wait from a date is the same on every run. On the real clock a
+    default `now` read when the module loaded (the bug of the test before) passed here or
+    not by whether a second boundary fell between the load and this probe."""
     away_from_utc()
-    return read_source(ns, SERVER_DATES, results=listing(rng)[:40])
+    at = datetime.now(UTC).replace(microsecond=0)
+    _Stopped.AT[0] = at
+    try:
+        stopped = run_again(ns, _Stopped)
+        return read_source(stopped, SERVER_DATES, results=listing(rng)[:40], clock=lambda: at)
+    finally:
+        _Stopped.AT[0] = None
 
 
 @PROBES.seeded("hang_trips_the_page_deadline")
