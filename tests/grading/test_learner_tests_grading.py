@@ -126,6 +126,23 @@ async def test_honors_retry_after():
     assert "cuts Retry-After down to max_delay" in result.message
 
 
+@pytest.mark.parametrize("how", ["os._exit(0)", "while True:\n        pass"])
+def test_a_test_that_ends_or_hangs_its_worker_costs_only_itself(runner: Runner, how: str) -> None:
+    # One worker per variant runs both tests, the replay test first: when it ends the worker
+    # (or hangs it), the retry test after it still runs, in a fresh worker of that variant.
+    entry = MANIFEST.entry("03")
+    assert entry.solution is not None
+    text = read_test_cells(ROOT / entry.solution).text
+    assert text is not None
+    head = "async def test_rerun_writes_zero_new_rows():\n"
+    assert text.count(head) == 1
+    broken = text.replace(head, head + f"    import os\n    {how}\n", 1)
+    results = grade(runner, "03", broken.removeprefix(TESTS_PREAMBLE))
+    rerun, honors = results["test_rerun_writes_zero_new_rows"], results["test_honors_retry_after"]
+    assert (rerun.points, rerun.kind) == (0, Outcome.WRONG)
+    assert (honors.points, honors.kind) == (honors.max_points, Outcome.PASSED)
+
+
 def test_a_test_that_rejects_correct_code_earns_zero(runner: Runner) -> None:
     body = REPLAY_HEAD + "    assert await sink.load(rows) == 0  # wrong: the first load writes\n"
     result = grade(runner, "03", body)["test_rerun_writes_zero_new_rows"]
