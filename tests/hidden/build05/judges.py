@@ -135,13 +135,15 @@ def describe(returned: JSON) -> str:
 
 
 def described_wait(returned: JSON, offset: int) -> str:
-    """`describe` of a wait read against the real clock: a minute or more off `offset`, said
-    in whole minutes from it (the milliseconds the clock moved differ from run to run, and
-    the feedback must not)."""
+    """`describe` of a wait read against the real clock, to the whole second (within a minute
+    of `offset`) or in whole minutes from it: the milliseconds the clock moved differ from
+    run to run, and the feedback must not."""
     wait = returned.get("retry_after") if isinstance(returned, dict) else None
-    if type(wait) is not float or abs(wait - offset) < 60:
+    if type(wait) is not float:
         return describe(returned)
     head = describe({**returned, "retry_after": None}).rsplit(", retry_after=", 1)[0]
+    if abs(wait - offset) < 60:
+        return f"{head}, retry_after about {round(wait)} s"
     return f"{head}, retry_after {round((wait - offset) / 60):+d} min from {offset} s"
 
 
@@ -463,7 +465,7 @@ def test_now_defaults_to_the_current_utc_time(observed: Observed) -> None:
         f"error_for_response(a 429 with Retry-After an IMF date {offset} s from now), no now given"
     )
     for key, when in (("returned", ""), ("loaded_a_day_ago", ", the module loaded a day ago")):
-        got = seen[key] if key == "returned" else value_of(seen[key], call + when, "RateLimited")
+        got = value_of(seen[key], call + when, "RateLimited")
         returned = value_of(got, call + when, "RateLimited")
         wait = returned.get("retry_after") if isinstance(returned, dict) else None
         check(

@@ -784,12 +784,24 @@ def default_now_offset(rng: random.Random) -> int:
 
 @PROBES.seeded("now_defaults_to_the_current_utc_time")
 def default_now(ns: ModuleType, rng: random.Random) -> JSON:
+    """First on a stopped clock (the module run again, its datetime stopped at the whole
+    second the date counts from), so the wait is the same on every run; then on the real
+    clock, the module loaded a day ago, which a default read at load time cannot pass."""
     away_from_utc()
     offset = default_now_offset(rng)
-    later = http_date(datetime.now(UTC) + timedelta(seconds=offset))
+    at = datetime.now(UTC).replace(microsecond=0)
+    later = http_date(at + timedelta(seconds=offset))
     spec: ResponseSpec = ("429, Retry-After a date from now", 429, {"Retry-After": later}, {})
+
+    def stopped() -> JSON:
+        _Stopped.AT[0] = at
+        try:
+            return classify(run_again(ns, _Stopped), spec, now=None)
+        finally:
+            _Stopped.AT[0] = None
+
     return {
-        "returned": classify(ns, spec, now=None),
+        "returned": attempt(stopped),
         "loaded_a_day_ago": attempt(lambda: classify(loaded_a_day_ago(ns), spec, now=None)),
     }
 
