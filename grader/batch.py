@@ -135,14 +135,6 @@ def grade_class(
             jobs.append(BuildJob(learner.learner, entry, found))
 
     bar = Progress(len(jobs), progress)
-    pending: list[BuildJob] = []
-    for job in jobs:
-        _prepare(job, cache, digests[job.entry.number])
-        if job.grade is not None:
-            bar.advance(cached=job.grade.cached)
-        else:
-            pending.append(job)
-
     report = ClassReport(
         builds=builds,
         learners=learners,
@@ -151,19 +143,32 @@ def grade_class(
         notes=notes,
         walls=walls,
     )
-    # The same cells handed in twice (untouched stubs, a shared copy) are run once.
-    same: dict[str, list[BuildJob]] = collections.defaultdict(list)
-    for job in pending:
-        assert job.key is not None
-        same[job.key].append(job)
-    unique = [group[0] for group in same.values()]
-    if unique:
-        size = min(workers or os.cpu_count() or 1, len(unique))
-        hide = (submissions.resolve(), out.resolve())
-        fresh_tests = any(j.cells is not None and j.known_tests is None for j in unique)
-        pool = RunnerPool(size, limits, hide=hide, walls=walls, learner_tests=fresh_tests)
-        with contextlib.closing(pool):
-            pool.spawn()
+    pending: list[BuildJob] = []
+    size = workers or os.cpu_count() or 1
+    hide = (submissions.resolve(), out.resolve())
+    pool: RunnerPool | None = None
+    try:
+        for job in jobs:
+            _prepare(job, cache, digests[job.entry.number])
+            if job.grade is not None:
+                bar.advance(cached=job.grade.cached)
+                continue
+            if pool is None:
+                # The first notebook to run: one runner's servers start now and import while
+                # the rest of the class is read, not after it.
+                pool = RunnerPool(size, limits, hide=hide, walls=walls, learner_tests=False)
+                pool.spawn(1)
+            pending.append(job)
+        # The same cells handed in twice (untouched stubs, a shared copy) are run once.
+        same: dict[str, list[BuildJob]] = collections.defaultdict(list)
+        for job in pending:
+            assert job.key is not None
+            same[job.key].append(job)
+        unique = [group[0] for group in same.values()]
+        if pool is not None:
+            pool.spawn(min(size, len(unique)))
+            if any(j.cells is not None and j.known_tests is None for j in unique):
+                pool.warm()  # learner tests to grade (not all of them from the cache)
             # While the servers import: only the builds to grade, so a run served from the
             # cache imports no hidden suite, one changed notebook only its own.
             needed = {job.entry.number for job in unique}
@@ -186,6 +191,9 @@ def grade_class(
                     bar.advance(cached=True)
 
             pool.map(grade, unique)
+    finally:
+        if pool is not None:
+            pool.close()
     by_learner: dict[str, LearnerGrade] = {g.learner: g for g in learners}
     for job in jobs:
         assert job.grade is not None

@@ -31,7 +31,7 @@ from typing import Any
 
 from grader import sandbox
 from grader.child.walls import UID_BASE
-from grader.protocol import WARM, Job, Private, Ready, Reply, Request, WallsMode, decode_reply
+from grader.protocol import Job, Private, Ready, Reply, Request, WallsMode, decode_reply
 from grader.sandbox import Limits, PidsCgroup
 from workbook.errors import WorkbookError
 
@@ -111,12 +111,8 @@ class ForkServer:
         *,
         walls: WallsMode = "bwrap",
         hide: tuple[str, ...] = (),
-        warm: bool = False,
     ) -> None:
-        """`warm`: learner tests will run here, so the server warms Hypothesis up once it is
-        ready (0.3 s of its time, which every worker forked later is spared)."""
         self.hashseed = hashseed
-        self.warm = warm
         self.limits = limits
         self.python = python
         self.walls = walls
@@ -138,7 +134,7 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         walled = self.walls == "bwrap"
         self.uid = _take_uid() if os.geteuid() == 0 else os.getuid()
-        argv = [str(theirs.fileno()), self.walls, str(self.uid), WARM if self.warm else "-"]
+        argv = [str(theirs.fileno()), self.walls, str(self.uid)]
         if walled:
             command = sandbox.server_command(self.python, self.hashseed, argv, hide=self.hide)
         else:
@@ -226,6 +222,13 @@ class ForkServer:
             raise ServerError(f"the grading server did not start the job: {detail}")
         pid: int = reply[1]["pid"]
         return pid
+
+    def warm(self) -> None:
+        """Ask the server to warm Hypothesis up for learner tests (0.3 s of its time, which
+        every worker forked later is spared); only between jobs."""
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.send(b'{"request": "%s"}' % Request.WARM.value.encode())
 
     def kill_job(self) -> None:
         """Ask the server to kill the job in flight (it then reports its end as usual)."""

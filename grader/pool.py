@@ -60,9 +60,16 @@ class RunnerPool:
         self.spawn()
         self.wait_ready()
 
-    def spawn(self) -> None:
-        """Start every runner's servers without waiting: the caller may work meanwhile."""
-        self._spawned = [server for runner in self.runners for server in runner.spawn()]
+    def spawn(self, count: int | None = None) -> None:
+        """Start the servers of the first `count` runners (default: every one) that are not
+        running yet, without waiting: the caller may work meanwhile."""
+        for runner in self.runners[:count]:
+            self._spawned += runner.spawn()
+
+    def warm(self) -> None:
+        """Learner tests will run: every runner's server for them warms Hypothesis up."""
+        for runner in self.runners:
+            runner.warm()
 
     def wait_ready(self) -> None:
         """Wait until every server `spawn` started has imported what it needs."""

@@ -32,8 +32,6 @@ CRASHED = 70
 #: file capturing the worker's output, the job's private input (`Private`, read by the worker
 #: alone), the probes module's text, and the folder that receives the worker's artefacts.
 JOB_FDS = ("results", "output", "private", "suite", "artefacts")
-#: The fork server's WARM argument when learner tests will run on it (Hypothesis warmed up).
-WARM = "learner-tests"
 
 WallsMode = str
 """``"bwrap"`` (walls raised by bubblewrap and each worker), ``"off"`` (none: the instructor's
@@ -75,6 +73,8 @@ class Request(StrEnum):
 
     JOB = "job"
     KILL = "kill"
+    WARM = "warm"
+    """Learner tests will run here: warm Hypothesis up (once; sent between jobs only)."""
 
 
 class Reply(StrEnum):

@@ -147,11 +147,7 @@ class Runner:
         self._kept.clear()
 
     def _new_server(self, hashseed: str) -> ForkServer:
-        # Learner tests run in the first interpreter only (`grader.wheatprobe`: one of them).
-        warm = self.learner_tests and hashseed == HASHSEEDS[0]
-        return ForkServer(
-            hashseed, self.limits, self.python, walls=self.walls, hide=self.secrets, warm=warm
-        )
+        return ForkServer(hashseed, self.limits, self.python, walls=self.walls, hide=self.secrets)
 
     def start(self) -> Runner:
         """Start both fork servers at once (otherwise each starts on first use)."""
@@ -167,8 +163,21 @@ class Runner:
             if not self._usable(hashseed):
                 server = self._servers[hashseed] = self._new_server(hashseed)
                 server.spawn()
+                self._warm(server)
                 fresh.append(server)
         return fresh
+
+    def warm(self) -> None:
+        """Learner tests will run: their server warms Hypothesis up (now, or when it starts)."""
+        self.learner_tests = True
+        server = self._servers.get(HASHSEEDS[0])
+        if server is not None:
+            self._warm(server)
+
+    def _warm(self, server: ForkServer) -> None:
+        # Learner tests run in the first interpreter only (`grader.wheatprobe`: one of them).
+        if self.learner_tests and server.hashseed == HASHSEEDS[0]:
+            server.warm()
 
     def _usable(self, hashseed: str) -> bool:
         server = self._servers.get(hashseed)
@@ -182,6 +191,7 @@ class Runner:
         if not self._usable(hashseed):
             server = self._servers[hashseed] = self._new_server(hashseed)
             server.start()
+            self._warm(server)
         return self._servers[hashseed]
 
     def isolation(self) -> Isolation:

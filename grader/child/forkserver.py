@@ -1,9 +1,9 @@
 """The fork server: an interpreter that imports everything once, then forks a worker per job.
 
 Started by the runner (``grader.forkclient``) as ``python -s -P -m grader.child.forkserver FD
-MODE UID WARM KEEP``, inside bubblewrap when MODE is ``bwrap`` (KEEP: `Plan.keep`, as JSON). It
-becomes a subreaper, says it is ready, warms Hypothesis up when WARM is ``learner-tests`` (the
-server its learner tests run on), and waits on the socket FD for requests. For each job
+MODE UID KEEP``, inside bubblewrap when MODE is ``bwrap`` (KEEP: `Plan.keep`, as JSON). It
+becomes a subreaper, says it is ready, and waits on the socket FD for requests: a job, or a
+request to warm Hypothesis up for the learner tests to come. For each job
 it imports the probes from the text passed with the job (once per text: no hidden file is
 ever bound into the walls), clones the job's first process into namespaces of its own
 (`grader.child.worker.first`), reports its pid, and then waits on three things at once: the
@@ -41,7 +41,6 @@ from grader.child.worker import Fds, Plan, first
 from grader.observe import Probes, safe_text
 from grader.protocol import (
     JOB_FDS,
-    WARM,
     Exit,
     Job,
     Ready,
@@ -53,13 +52,14 @@ from grader.protocol import (
 from workbook.modules import execute, fresh_module
 
 _suites: dict[str, Probes] = {}
+_warm = False
 #: After a kill request, how long the job's first process may take to copy its artefacts.
 KILL_PATIENCE = 2.0
 
 
 def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
-    keep = tuple(json.loads(argv[4]))
+    keep = tuple(json.loads(argv[3]))
     plan = Plan(mode=argv[1], privileged=os.geteuid() == 0, uid=int(argv[2]), keep=keep)
     walls.die_with_parent()
     walls.become_subreaper()
@@ -70,8 +70,6 @@ def main(argv: list[str]) -> int:
         hash=hash("run-it-twice"),
     )
     sock.sendall(encode_reply(Reply.READY, **ready.__dict__))
-    if argv[3] == WARM:
-        _preload()
     while True:
         _reap()
         try:
@@ -84,6 +82,8 @@ def main(argv: list[str]) -> int:
             kind, fields = decode_request(data)
         except ValueError:
             kind, fields = Request.KILL, {}
+        if kind is Request.WARM:
+            _preload()
         if kind is not Request.JOB or len(fds) != len(JOB_FDS):
             for fd in fds:  # a kill with no job in flight: nothing to do
                 os.close(fd)
@@ -93,9 +93,13 @@ def main(argv: list[str]) -> int:
 
 
 def _preload() -> None:
-    """What learner tests need, built after READY: the runner goes on meanwhile (a job sent
-    now waits in the socket), and every worker forked later starts with Hypothesis imported
-    and warm (0.3 s a server, instead of 0.7 s on the first learner test's path)."""
+    """What learner tests need, built once asked for: the runner goes on meanwhile (a job
+    sent now waits in the socket), and every worker forked later starts with Hypothesis
+    imported and warm (0.3 s a server, instead of 0.7 s on the first learner test's path)."""
+    global _warm
+    if _warm:
+        return
+    _warm = True
     with contextlib.suppress(Exception):
         from workbook import fixedhypothesis
 

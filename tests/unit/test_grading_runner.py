@@ -499,3 +499,17 @@ def test_no_process_is_left_behind(runner: Runner, suite: Suite) -> None:
         assert leftovers(server) == []
     assert all(server.alive() for server in servers)
     assert os.getpid()  # and this process is, of course, still here
+
+
+def test_only_a_warmed_server_starts_its_workers_with_hypothesis(suite: Suite) -> None:
+    # a() scores only while Hypothesis is not imported: a batch with no learner tests to run
+    # (all from the cache) never pays for it, and `warm` brings it in for those to come.
+    source = with_b("def b():\n    return 2\n").replace(
+        "def a():\n    return 1",
+        "def a():\n    import sys\n    return 0 if 'hypothesis' in sys.modules else 1",
+    )
+    with Runner(LIMITS, learner_tests=False) as cold:
+        cold.start()
+        assert scores(grade(cold, suite, source))["a"] == 1
+        cold.warm()
+        assert scores(grade(cold, suite, source))["a"] == 0
