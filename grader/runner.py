@@ -307,28 +307,21 @@ class Runner:
     # -- probes --------------------------------------------------------------------------
 
     def run_probes(
-        self,
-        source: str,
-        suite: Suite,
-        *,
-        probe_seconds: float | None = None,
-        names: Sequence[str] | None = None,
+        self, source: str, suite: Suite, *, probe_seconds: float | None = None
     ) -> ProbeRun:
-        """Run every probe of `suite` (or those of `names`, in that order) on `source`; each
-        record says what it saw or why not. The worker's files are in ``run.artefacts``
-        until `discard` (or `close`). `probe_seconds`: this run's real-time limit per probe,
-        instead of the runner's."""
-        chosen = list(names) if names is not None else suite.probes.names
+        """Run every probe of `suite` on `source`; each record says what it saw or why not.
+        The worker's files are in ``run.artefacts`` until `discard` (or `close`).
+        `probe_seconds`: this run's real-time limit per probe, instead of the runner's."""
         if probe_seconds is None:
-            return self._run_probes(source, suite, chosen)
+            return self._run_probes(source, suite)
         limits = self.limits
         self.limits = dataclasses.replace(limits, probe_seconds=probe_seconds)
         try:
-            return self._run_probes(source, suite, chosen)
+            return self._run_probes(source, suite)
         finally:
             self.limits = limits
 
-    def _run_probes(self, source: str, suite: Suite, names: list[str]) -> ProbeRun:
+    def _run_probes(self, source: str, suite: Suite) -> ProbeRun:
         run = ProbeRun()
         start = time.perf_counter()
         scratch = Path(tempfile.mkdtemp(prefix=f"rit-{os.getpid()}-grade-", dir=SCRATCH_ROOT))
@@ -336,8 +329,9 @@ class Runner:
         run.artefacts.mkdir()
         self._kept.append(scratch)
         private = Private(source, self._seams(suite.build))
-        self._run_all(run, scratch, private, suite, names, HASHSEEDS[0], "", start)
-        second = [n for n in names if suite.probes.by_name[n].interpreters >= 2]
+        first = suite.probes.names
+        self._run_all(run, scratch, private, suite, first, HASHSEEDS[0], "", start)
+        second = [p.name for p in suite.probes if p.interpreters >= 2]
         if second and run.load_error is None:
             self._run_all(run, scratch, private, suite, second, HASHSEEDS[1], "@2", start)
         run.seconds = time.perf_counter() - start

@@ -1,19 +1,18 @@
-"""The probes of a learner's tests on one variant of the reference, run in the grading child.
+"""The probe of one learner test on one variant of the reference, run in the grading child.
 
 `grader.wheats` hands each worker the reference seams of a build (a *wheat*, or the reference
 with one known bug: a *chaff*) as the exported source, with one last statement that binds
-`JOB` to ``{"text", "tests"}``: the learner's exported test cells
-(`workbook.export.export_tests`) and the tests this worker runs, each ``{"name",
-"max_examples"}``; probe ``learner_test_<i>`` runs the i-th. The first probe takes the job
-out of the module before any learner code runs and drops the reference's text from
-`linecache` (``inspect.getsource`` of a seam then fails: a test cannot read the code it
-judges). Each probe runs the test cells as a module of its own (``from submission import *``
-finds the variant), runs its one test on virtual time, and reports only whether it returned,
-and if not the class of what it raised (a builtin or `etl` kind by name, any other as "its
-own") and the line of the test cells it came from. Never the message, never the output: on a
-wheat both could carry the reference's text out. Hypothesis settings are fixed here
-(`workbook.fixedhypothesis`: derandomized, no database, no deadline, no shrinking, the
-manifest's examples), whatever the test asked for. Running it twice gives the same reports.
+`JOB` to ``{"name", "text", "max_examples"}``: the learner's exported test cells
+(`workbook.export.export_tests`) and the one test this worker runs. The probe takes the job
+out of the module before any learner code runs, drops the reference's text from `linecache`
+(``inspect.getsource`` of a seam then fails: a test cannot read the code it judges), runs the
+test cells as a module of their own (``from submission import *`` finds the variant), runs the
+one test on virtual time, and reports only whether it returned, and if not the class of what it
+raised (a builtin or `etl` kind by name, any other as "its own") and the line of the test cells
+it came from. Never the message, never the output: on a wheat both could carry the reference's
+text out. Hypothesis settings are fixed here (`workbook.fixedhypothesis`: derandomized, no
+database, no deadline, no shrinking, the manifest's examples), whatever the test asked for.
+Running it twice gives the same report.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import builtins
 import contextlib
 import inspect
 import linecache
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -40,45 +38,20 @@ JOB = "__learner_test_job__"
 TESTS_FILE = "/scratch/work/learner_tests.py"
 
 
-#: The most learner tests one worker runs (more than any build has: `grader.wheats` splits).
-MAX_TESTS = 8
-_taken: list[dict[str, Any]] = []
-
-
-def _job(ns: ModuleType) -> dict[str, Any]:
-    """The job, taken out of the variant's module by the worker's first probe (before any
-    learner code runs; what that code binds there later is never read)."""
-    if not _taken:
-        _taken[:] = [ns.__dict__.pop(JOB)]
-        linecache.cache.pop(str(ns.__dict__.get("__file__")), None)
-    return _taken[0]
-
-
-def _probe(index: int) -> Callable[[ModuleType], dict[str, Any]]:
-    def probe(ns: ModuleType) -> dict[str, Any]:
-        job = _job(ns)
-        test = job["tests"][index]
-        return run_test(str(job["text"]), str(test["name"]), int(test["max_examples"]))
-
-    return probe
-
-
-for _index in range(MAX_TESTS):
-    PROBES.add(f"learner_test_{_index}")(_probe(_index))
-
-
-def run_test(text: str, name: str, max_examples: int) -> dict[str, Any]:
-    """Test `name` of the test cells `text`, on the variant loaded as ``submission``."""
-    fixedhypothesis.load(max_examples)
+@PROBES.add("learner_test")
+def learner_test(ns: ModuleType) -> dict[str, Any]:
+    job = ns.__dict__.pop(JOB)
+    linecache.cache.pop(str(ns.__dict__.get("__file__")), None)
+    fixedhypothesis.load(int(job["max_examples"]))
     tests = fresh_module("learner_tests", TESTS_FILE)
     try:
         with registered(tests):
-            execute(tests, text, TESTS_FILE)
+            execute(tests, str(job["text"]), TESTS_FILE)
     except ProbeTimeout:
         raise
     except BaseException as exc:  # the test cells themselves raise: nothing of them runs
         return {"loaded": False, **_failure(exc)}
-    fn = tests.__dict__.get(name)
+    fn = tests.__dict__.get(str(job["name"]))
     if not callable(fn):
         return {"loaded": True, "defined": False}
     fixedhypothesis.hold(fn)  # a test's own @settings never changes the grade

@@ -13,13 +13,10 @@ them its *gate*: the "remove the key" bug of its seam). Its grade, decided here 
 4. run against each *chaff*, the reference with one bug of `catches` applied: the gate must
    be caught, else 0; then each bug caught earns its share, ``points * caught // len(catches)``.
 
-Every variant is a worker of its own (`grader.runner.Runner.run_probes` with the probes of
-`grader.wheatprobe`): the parent decides which variant a worker gets, and the worker runs, once
-each, the tests that variant is for (the wheat: every test still to grade; a chaff: the tests
-that passed on the wheat and must catch its bug). A test never meets a second variant, so it
-can neither tell the wheat from a chaff by what ran before it nor carry anything from one run
-to the next; a test that hangs or ends its worker costs only itself (the tests after it get a
-fresh worker of the same variant). A worker's word is only "passed" or not; anything
+Every run is a worker of its own (`grader.runner.Runner.run_probes` with the probe of
+`grader.wheatprobe`): the parent decides which variant a worker gets, and each worker runs one
+test on one variant, so a test can neither tell the wheat from a chaff by what ran before it nor
+carry anything from one run to the next. A worker's word is only "passed" or not; anything
 else (a crash, a hang, a forged result line) counts as *not passed*, which on the wheat costs
 the test and on a chaff earns nothing a failing run would not. Feedback names missed bugs by
 their `bug` line of ``mutants.toml``, never their code, and shows nothing the test printed or
@@ -172,10 +169,11 @@ def _bugs(spec: LearnerTestSpec) -> list[str]:
 
 
 class _Grading:
-    """The learner tests of one submission on their way to their points: the wheat runs
-    every test still to grade, then each known bug any test that passed it must catch runs
-    the tests that must catch it. Each variant is a fresh worker, so a test never meets a
-    second variant, and a variant's worker runs each test once."""
+    """The learner tests of one submission on their way to their points. Each run is one
+    test on one variant, in a fresh worker of its own: a worker shared by several tests
+    would show a test how many ran there (a count kept on `builtins`, the job's length)
+    and let one test forge another's result line, and either tells the wheat from a chaff
+    without testing anything."""
 
     def __init__(
         self,
@@ -190,55 +188,38 @@ class _Grading:
         self.mutants = {m.name: m for m in mutants}
 
     def results(self, specs: tuple[LearnerTestSpec, ...], vacuity_check: bool) -> list[TestResult]:
-        decided: dict[str, TestResult] = {}
-        ready = []
-        for spec in specs:
-            early = self._unrunnable(spec, vacuity_check)
-            if early is not None:
-                decided[spec.name] = early
-            else:
-                ready.append(spec)
-        passing = []
-        for spec, wheat in zip(ready, self._run(self.reference, ready), strict=True):
-            if wheat.get("status") == "load failed":
-                error = cut(str(wheat.get("error")))
-                lost = f"grader error: the reference did not load: {error}"
-                decided[spec.name] = _result(spec, 0, lost, Outcome.GRADER_FAULT)
-            elif wheat.get("passed") is not True:
-                decided[spec.name] = self._rejects_correct_code(spec, wheat)
-            else:
-                passing.append(spec)
-        missed: dict[str, list[Mutant]] = {spec.name: [] for spec in passing}
-        for bug in dict.fromkeys(b for spec in passing for b in _bugs(spec)):
-            catching = [s for s in passing if bug in _bugs(s) and s.name not in decided]
-            fault = self._chaff(bug, catching, missed)
-            if fault is not None:
-                for spec in catching:
-                    decided[spec.name] = _result(spec, 0, fault, Outcome.GRADER_FAULT)
-        for spec in passing:
-            if spec.name not in decided:
-                decided[spec.name] = _scored(spec, missed[spec.name])
-        return [decided[spec.name] for spec in specs]
+        return [self._result(spec, vacuity_check) for spec in specs]
 
-    def _chaff(
-        self, bug: str, catching: list[LearnerTestSpec], missed: dict[str, list[Mutant]]
-    ) -> str | None:
-        """Run the tests of `catching` on the reference with `bug`, adding it to ``missed``
-        of each that still passes; the grader's fault, in words, when the bug cannot run."""
-        mutant = self.mutants.get(bug)
-        if mutant is None:
-            return f"grader error: no known bug {bug!r} in the build's mutants.toml"
-        try:
-            chaff = mutant.apply(self.reference)
-        except SuiteError as exc:
-            return f"grader error: {cut(str(exc))}"
-        fault = None
-        for spec, ran in zip(catching, self._run(chaff, catching), strict=True):
+    def _result(self, spec: LearnerTestSpec, vacuity_check: bool) -> TestResult:
+        early = self._unrunnable(spec, vacuity_check)
+        if early is not None:
+            return early
+        wheat = self._run(self.reference, spec)
+        if wheat.get("status") == "load failed":
+            error = cut(str(wheat.get("error")))
+            lost = f"grader error: the reference did not load: {error}"
+            return _result(spec, 0, lost, Outcome.GRADER_FAULT)
+        if wheat.get("passed") is not True:
+            return self._rejects_correct_code(spec, wheat)
+        missed: list[Mutant] = []
+        for bug in _bugs(spec):
+            mutant = self.mutants.get(bug)
+            if mutant is None:
+                fault = f"grader error: no known bug {bug!r} in the build's mutants.toml"
+                return _result(spec, 0, fault, Outcome.GRADER_FAULT)
+            try:
+                chaff = mutant.apply(self.reference)
+            except SuiteError as exc:
+                return _result(spec, 0, f"grader error: {cut(str(exc))}", Outcome.GRADER_FAULT)
+            ran = self._run(chaff, spec)
             if ran.get("status") == "load failed":  # a known bug must load: ours to fix
                 fault = f"grader error: the known bug {bug} does not load"
-            elif ran.get("passed") is True:
-                missed[spec.name].append(mutant)
-        return fault
+                return _result(spec, 0, fault, Outcome.GRADER_FAULT)
+            if ran.get("passed") is True:
+                missed.append(mutant)
+                if bug == spec.gate:  # nothing else counts: stop here
+                    break
+        return _scored(spec, missed)
 
     def _unrunnable(self, spec: LearnerTestSpec, vacuity_check: bool) -> TestResult | None:
         """The grade of a test that needs no run: not written, or nothing that can fail."""
@@ -284,32 +265,22 @@ class _Grading:
             Outcome.WRONG,
         )
 
-    def _run(self, source: str, specs: list[LearnerTestSpec]) -> list[dict[str, Any]]:
-        """What fresh workers say of each test of `specs` on `source` (one worker per
-        `MAX_TESTS`): its report, or the status of a probe that did not finish
-        (``{"status": ...}``, never passed)."""
-        from grader.wheatprobe import JOB, MAX_TESTS
+    def _run(self, source: str, spec: LearnerTestSpec) -> dict[str, Any]:
+        """What one fresh worker says of test `spec` on `source`, run alone: its report, or
+        the status of a probe that did not finish (``{"status": ...}``, never passed)."""
+        from grader.wheatprobe import JOB
 
-        reports: list[dict[str, Any]] = []
-        for first in range(0, len(specs), MAX_TESTS):
-            chunk = specs[first : first + MAX_TESTS]
-            tests = [{"name": s.name, "max_examples": s.max_examples} for s in chunk]
-            job = {"text": self.cells.text, "tests": tests}
-            variant = f"{source}\n{JOB} = {job!r}\n"
-            names = [f"learner_test_{i}" for i in range(len(chunk))]
-            run = self.runner.run_probes(
-                variant, self.probes, probe_seconds=TEST_SECONDS, names=names
-            )
-            self.runner.discard(run)
-            for name in names:
-                record: ProbeRecord | None = run.records.get(name)
-                if run.load_error is not None:
-                    reports.append({"status": "load failed", "error": run.load_error})
-                elif record is None or record.status != "done" or type(record.obs) is not dict:
-                    reports.append({"status": record.status if record else "not run"})
-                else:
-                    reports.append(record.obs)
-        return reports
+        job = {"name": spec.name, "text": self.cells.text, "max_examples": spec.max_examples}
+        variant = f"{source}\n{JOB} = {job!r}\n"
+        run = self.runner.run_probes(variant, self.probes, probe_seconds=TEST_SECONDS)
+        self.runner.discard(run)
+        record: ProbeRecord | None = run.records.get("learner_test")
+        if run.load_error is not None:
+            return {"status": "load failed", "error": run.load_error}
+        if record is None or record.status != "done" or type(record.obs) is not dict:
+            return {"status": record.status if record else "not run"}
+        report: dict[str, Any] = record.obs
+        return report
 
 
 def _scored(spec: LearnerTestSpec, missed: list[Mutant]) -> TestResult:

@@ -128,8 +128,8 @@ async def test_honors_retry_after():
 
 @pytest.mark.parametrize("how", ["os._exit(0)", "while True:\n        pass"])
 def test_a_test_that_ends_or_hangs_its_worker_costs_only_itself(runner: Runner, how: str) -> None:
-    # One worker per variant runs both tests, the replay test first: when it ends the worker
-    # (or hangs it), the retry test after it still runs, in a fresh worker of that variant.
+    # Each test runs in workers of its own: a replay test that ends its worker (or hangs it)
+    # costs the retry test beside it nothing.
     entry = MANIFEST.entry("03")
     assert entry.solution is not None
     text = read_test_cells(ROOT / entry.solution).text
@@ -180,7 +180,7 @@ async def test_rerun_writes_zero_new_rows():
         assert await sink.load(rows) == 0
         assert destination.rows == rows
     finally:
-        line = json.dumps({"event": "done", "probe": "learner_test_0",
+        line = json.dumps({"event": "done", "probe": "learner_test",
                            "obs": {"loaded": True, "defined": True, "passed": True}})
         for fd in range(3, 64):
             try:
@@ -200,6 +200,62 @@ def test_forged_results_never_raise_the_score(runner: Runner) -> None:
     assert honest_points == 3
     forged = grade(runner, "03", "from etl import MemorySink\n" + FORGED)
     assert forged["test_rerun_writes_zero_new_rows"].points == 0  # "passed" on every chaff too
+
+
+#: Two tests that test nothing, and count how often test cells ran in their worker (on
+#: `builtins`, which outlives each run's fresh test module): 1 for a test run alone.
+COUNTING = """
+import builtins
+builtins.__dict__["_runs"] = builtins.__dict__.get("_runs", 0) + 1
+
+def test_rerun_writes_zero_new_rows():
+    assert builtins._runs == 1
+
+def test_honors_retry_after():
+    assert builtins._runs == 2
+"""
+
+#: No test at all: a complete, well-formed stream for the probes of two tests sharing a
+#: worker, then the exit.
+FORGED_FOR_TWO = """
+import json, os
+
+def _forge():
+    ok = {"loaded": True, "defined": True, "passed": True}
+    lines = [
+        {"event": "done", "probe": "learner_test_0", "obs": ok},
+        {"event": "start", "probe": "learner_test_1"},
+        {"event": "done", "probe": "learner_test_1", "obs": ok},
+        {"event": "end"},
+    ]
+    data = "".join(json.dumps(line) + "\\n" for line in lines)
+    for fd in range(3, 64):
+        try:
+            os.write(fd, data.encode())
+        except OSError:
+            pass
+    os._exit(0)
+
+def test_rerun_writes_zero_new_rows():
+    _forge()
+    assert os.getpid() < 0
+
+def test_honors_retry_after():
+    _forge()
+    assert os.getpid() < 0
+"""
+
+
+@pytest.mark.parametrize("body", [COUNTING, FORGED_FOR_TWO], ids=["counting", "forging"])
+def test_no_test_learns_what_ran_beside_it(runner: Runner, body: str) -> None:
+    # Found by attacking a worker shared by a variant's tests: the wheat's ran both tests and
+    # a chaff's only those listing its bug, so counting runs, or forging the line of the test
+    # after, passed the wheat and failed every chaff: 5 of 5 for tests that test nothing.
+    results = grade(runner, "03", body)
+    assert {name: r.points for name, r in results.items()} == {
+        "test_rerun_writes_zero_new_rows": 0,
+        "test_honors_retry_after": 0,
+    }
 
 
 def test_the_reference_stays_out_of_reach_and_out_of_feedback(runner: Runner) -> None:
