@@ -203,7 +203,7 @@ def grade_class(
     report.stub_ids = _stub_ids(builds, root)
     if cache.unwritten:
         report.notes.append(
-            f"{cache.unwritten} grade(s) could not be stored in the cache: they are graded"
+            f"{cache.unwritten} cache entries could not be stored: what they hold is graded"
             " again next time"
         )
     write_outputs(report, out)
@@ -237,7 +237,8 @@ def _find_builds(learner: LearnerGrade, member: Learner, builds: Sequence[Entry]
 
 def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
     """Export the notebook (in this process: plain JSON and `compile`, no learner code runs)
-    and look its grade up; `job.grade` is set unless the submission must be run."""
+    and look its grade up; `job.grade` is set unless the submission must be run, and then
+    its learner tests' cached grade, if any, is `job.known_tests`."""
     entry, found = job.entry, job.found
     if found.path is None:
         reason = found.problem or NOT_SUBMITTED
@@ -287,8 +288,10 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
             cache.put_alias(alias_key, job.key, source_id)
     elif job.cells is not None:
         # The learner tests' grade depends on the test cells alone: a notebook whose answers
-        # changed since (or another learner's with the same test cells) reuses it.
-        job.tests_key = tests_key(entry.number, digest, tests_id or "")
+        # changed since an earlier batch (or another learner's with the same test cells,
+        # graded then) reuses it.
+        assert tests_id is not None  # set with the cells
+        job.tests_key = tests_key(entry.number, digest, tests_id)
         job.known_tests = cache.get_tests(job.tests_key)
 
 

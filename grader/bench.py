@@ -187,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     # PID namespace, so its time never reaches os.times() here.
     cpu = after - before
     print(
-        f"        {cpu:6.2f} CPU s of the machine ({cpu / n:.3f} per learner) on"
-        f" {os.cpu_count()} cores; load average before: {load[0]:.2f}"
+        f"        {cpu:6.2f} CPU s of the machine, anything else running included"
+        f" ({cpu / n:.3f} per learner) on {os.cpu_count()} cores; load average before:"
+        f" {load[0]:.2f}"
     )
     print(
         f"cached: {warm_s:6.2f} s ({warm.graded} run, {warm.from_cache} from the cache);"

@@ -111,7 +111,8 @@ class Cache:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.unwritten = 0
-        """How many grades `put` could not store (the disk filled up, say)."""
+        """How many entries (grades, aliases, learner tests' results) could not be stored
+        (the disk filled up, say)."""
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
@@ -160,8 +161,11 @@ class Cache:
         return None if any(t.kind is Outcome.GRADER_FAULT for t in tests) else tests
 
     def put_tests(self, key: str, tests: Sequence[TestResult]) -> None:
-        """Store learner tests' results under `key`; never any the grader failed to grade."""
-        if any(t.kind is Outcome.GRADER_FAULT for t in tests):
+        """Store learner tests' results under `key`; never any the grader failed to grade,
+        nor any whose run on the reference did not finish (a busy machine may have decided
+        that, and the result would outlive every change of the answers)."""
+        unstored = (Outcome.GRADER_FAULT, Outcome.UNFINISHED, Outcome.VOID)
+        if any(t.kind in unstored for t in tests):
             return
         data = {"key": key, "tests": [asdict(t) for t in tests]}
         try:

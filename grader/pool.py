@@ -1,7 +1,9 @@
 """`RunnerPool`: a few `Runner`s graded on in parallel, one submission per runner at a time.
 
-Every runner is started at once, so their fork servers' imports overlap. Used by class grading
-(`grader.batch`) and by `grader.validity`; a context manager, leaving it stops every runner.
+`spawn` starts the servers of as many runners as asked at once, so their imports overlap (a
+batch starts one at its first cache miss, the rest once it knows how many it needs). Used by
+class grading (`grader.batch`) and by `grader.validity`; a context manager, leaving it stops
+every runner.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ class RunnerPool:
             self._spawned += runner.spawn()
 
     def warm(self) -> None:
-        """Learner tests will run: every runner's server for them warms Hypothesis up."""
+        """Learner tests will run: every runner's server for them warms Hypothesis up. Only
+        while no job is in flight (a request sent during a job is dropped)."""
         for runner in self.runners:
             runner.warm()
 
@@ -92,7 +95,9 @@ class RunnerPool:
 
     def map(self, fn: Callable[[Runner, T], R], items: Iterable[T]) -> list[R]:
         """``fn(runner, item)`` for every item, as many at a time as there are runners; the
-        results in the order of `items` (the first exception raised is raised here)."""
+        results in the order of `items` (the first exception raised is raised here). Free
+        runners are taken first in, first out: n items never use more than the first n
+        runners (those a batch started)."""
 
         def one(item: T) -> R:
             with self.runner() as runner:

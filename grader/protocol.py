@@ -3,7 +3,8 @@
 Three channels, one JSON object per message on each:
 
 - runner → fork server, on the socket: `Request.JOB` (a `Job`, with the descriptors of
-  `JOB_FDS` passed alongside it) or `Request.KILL` (stop the job in flight);
+  `JOB_FDS` passed alongside it), `Request.KILL` (stop the job in flight) or, between jobs
+  only, `Request.WARM` (prepare for learner tests; no reply);
 - fork server → runner, on the socket: `Reply.READY` once (a `Ready`), then per job
   `Reply.PID` (the worker started) and `Reply.EXIT` (an `Exit`: how it ended), or
   `Reply.ERROR` instead of both when the job could not start;

@@ -168,7 +168,10 @@ class Runner:
         return fresh
 
     def warm(self) -> None:
-        """Learner tests will run: their server warms Hypothesis up (now, or when it starts)."""
+        """Learner tests will run: their server warms Hypothesis up (now, or when it starts).
+        Only while no job is in flight. Said, and left: learner code can tell a warmed server
+        by its modules, so code written to could score otherwise in a batch with no learner
+        tests to run; no honest answer reads `sys.modules`."""
         self.learner_tests = True
         server = self._servers.get(HASHSEEDS[0])
         if server is not None:

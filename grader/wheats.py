@@ -188,9 +188,9 @@ class _Grading:
         self.mutants = {m.name: m for m in mutants}
 
     def results(self, specs: tuple[LearnerTestSpec, ...], vacuity_check: bool) -> list[TestResult]:
-        return [self._result(spec, vacuity_check) for spec in specs]
+        return [self._grade_one(spec, vacuity_check) for spec in specs]
 
-    def _result(self, spec: LearnerTestSpec, vacuity_check: bool) -> TestResult:
+    def _grade_one(self, spec: LearnerTestSpec, vacuity_check: bool) -> TestResult:
         early = self._unrunnable(spec, vacuity_check)
         if early is not None:
             return early
@@ -245,6 +245,7 @@ class _Grading:
     def _rejects_correct_code(self, spec: LearnerTestSpec, wheat: dict[str, Any]) -> TestResult:
         if wheat.get("not_written") is True:
             return _result(spec, 0, f"{spec.name} is not written yet", Outcome.NOT_DONE)
+        kind = Outcome.WRONG
         if wheat.get("status") in ("timeout", "crashed", "void", "not run"):
             what = {
                 "timeout": f"did not finish within {TEST_SECONDS:g} s",
@@ -253,6 +254,7 @@ class _Grading:
                 "not run": "was not run (time budget used up)",
             }[str(wheat["status"])]
             why = f"on a correct implementation it {what}"
+            kind = Outcome.VOID if wheat["status"] == "void" else Outcome.UNFINISHED
         elif wheat.get("loaded") is False:
             why = f"your test cells {_raised(wheat, self.cells.text)} when they ran"
         else:
@@ -262,7 +264,7 @@ class _Grading:
             0,
             f"{why}. A test that rejects correct code earns nothing: check what it"
             " expects against the step's contract.",
-            Outcome.WRONG,
+            kind,
         )
 
     def _run(self, source: str, spec: LearnerTestSpec) -> dict[str, Any]:
@@ -284,15 +286,13 @@ class _Grading:
 
 
 def _scored(spec: LearnerTestSpec, missed: list[Mutant]) -> TestResult:
-    """The points of a test that passed on the wheat, from the known bugs it `missed`."""
-    order = _bugs(spec)
-    missed = sorted(missed, key=lambda m: order.index(m.name))
-    if spec.gate in [m.name for m in missed]:  # nothing else counts
-        gate = next(m for m in missed if m.name == spec.gate)
+    """The points of a test that passed on the wheat, from the known bugs it `missed` (in
+    the order they ran: the gate first)."""
+    if missed and missed[0].name == spec.gate:  # nothing else counts
         return _result(
             spec,
             0,
-            f"passes on the reference, but it still passes when {_words(gate)}: the bug it"
+            f"passes on the reference, but it still passes when {_words(missed[0])}: the bug it"
             " must catch first. Remove that on purpose, once, in your own code, and make the"
             " test fail.",
             Outcome.WRONG,

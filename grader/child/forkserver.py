@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
         if kind is Request.WARM:
             _preload()
         if kind is not Request.JOB or len(fds) != len(JOB_FDS):
-            for fd in fds:  # a kill with no job in flight: nothing to do
+            for fd in fds:  # a warm-up, or a late kill: no job to run
                 os.close(fd)
             continue
         if not _serve(sock, Job.from_json(fields), fds, plan):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -135,15 +136,16 @@ def describe(returned: JSON) -> str:
 
 
 def described_wait(returned: JSON, offset: int) -> str:
-    """`describe` of a wait read against the real clock, to the whole second (within a minute
-    of `offset`) or in whole minutes from it: the milliseconds the clock moved differ from
-    run to run, and the feedback must not."""
+    """`describe`, with a wait within a minute of `offset` in whole seconds (down) and any
+    other in whole minutes from it: the probe's clock is stopped, but code that reads
+    another clock (``time.time()``) sees the real one, whose fraction of a second differs
+    from run to run, and the feedback must not."""
     wait = returned.get("retry_after") if isinstance(returned, dict) else None
     if type(wait) is not float:
         return describe(returned)
     head = describe({**returned, "retry_after": None}).rsplit(", retry_after=", 1)[0]
     if abs(wait - offset) < 60:
-        return f"{head}, retry_after about {round(wait)} s"
+        return f"{head}, retry_after about {math.floor(wait + 1e-6)} s"
     return f"{head}, retry_after {round((wait - offset) / 60):+d} min from {offset} s"
 
 

@@ -784,41 +784,33 @@ def default_now_offset(rng: random.Random) -> int:
 
 @PROBES.seeded("now_defaults_to_the_current_utc_time")
 def default_now(ns: ModuleType, rng: random.Random) -> JSON:
-    """First on a stopped clock (the module run again, its datetime stopped at the whole
-    second the date counts from), so the wait is the same on every run; then on the real
-    clock, the module loaded a day ago, which a default read at load time cannot pass."""
+    """On a stopped clock, so every wait is the same on every run: the module run again and
+    called at the whole second the date counts from; then run again while the clock reads a
+    day earlier and called at that second, which a default read at load time cannot pass."""
     away_from_utc()
     offset = default_now_offset(rng)
     at = datetime.now(UTC).replace(microsecond=0)
     later = http_date(at + timedelta(seconds=offset))
     spec: ResponseSpec = ("429, Retry-After a date from now", 429, {"Retry-After": later}, {})
 
-    def stopped() -> JSON:
-        _Stopped.AT[0] = at
+    def called(loaded_at: datetime) -> JSON:
+        _Stopped.AT[0] = loaded_at
         try:
-            return classify(run_again(ns, _Stopped), spec, now=None)
+            module = run_again(ns, _Stopped)
+            _Stopped.AT[0] = at
+            return classify(module, spec, now=None)
         finally:
             _Stopped.AT[0] = None
 
     return {
-        "returned": attempt(stopped),
-        "loaded_a_day_ago": attempt(lambda: classify(loaded_a_day_ago(ns), spec, now=None)),
+        "returned": attempt(lambda: called(at)),
+        "loaded_a_day_ago": attempt(lambda: called(at - timedelta(days=1))),
     }
 
 
-class _DayAgo(datetime):
-    """`datetime` whose ``now`` reads a day early while `SHIFT` says so: a module run under
-    it believes it was loaded a day ago. Any other clock (time.time, ...) is left alone."""
-
-    SHIFT: ClassVar[list[timedelta]] = [timedelta(0)]
-
-    @classmethod
-    def now(cls, tz: Any = None) -> Any:
-        return datetime.now(tz) - cls.SHIFT[0]
-
-
 class _Stopped(datetime):
-    """`datetime` whose ``now`` (and ``utcnow``) read the instant `AT` while it is set."""
+    """`datetime` whose ``now`` (and ``utcnow``) read the instant `AT` while it is set, as
+    instances of this class (what ``datetime`` names in a module run under it)."""
 
     AT: ClassVar[list[datetime | None]] = [None]
 
@@ -826,13 +818,14 @@ class _Stopped(datetime):
     def now(cls, tz: Any = None) -> Any:
         at = cls.AT[0]
         if at is None:
-            return datetime.now(tz)
-        return at.astimezone(tz) if tz is not None else at.astimezone().replace(tzinfo=None)
+            return super().now(tz)
+        return cls.fromtimestamp(at.timestamp(), tz)  # naive: local time, as datetime.now()
 
     @classmethod
     def utcnow(cls) -> Any:
         at = cls.AT[0]
-        return datetime.now(UTC).replace(tzinfo=None) if at is None else at.replace(tzinfo=None)
+        when = datetime.now(UTC) if at is None else at
+        return cls.fromtimestamp(when.timestamp(), UTC).replace(tzinfo=None)
 
 
 def run_again(ns: ModuleType, clock: type[datetime]) -> ModuleType:
@@ -848,17 +841,6 @@ def run_again(ns: ModuleType, clock: type[datetime]) -> ModuleType:
     with registered(shim):
         run_exported(again, text, again.__file__ or "")
     return again
-
-
-def loaded_a_day_ago(ns: ModuleType) -> ModuleType:
-    """The submission's module run again while its clock (`_DayAgo`) reads a day early, then
-    the clock put right: a default `now` computed once, when the function was defined, is
-    then a day old at every call."""
-    _DayAgo.SHIFT[0] = timedelta(days=1)
-    try:
-        return run_again(ns, _DayAgo)
-    finally:
-        _DayAgo.SHIFT[0] = timedelta(0)
 
 
 # ─────────────────────────────────────────────────────────────── step 3: the source
