@@ -19,9 +19,11 @@ format (`grader.escape`), and feedback file names come from `grader.escape.file_
 from __future__ import annotations
 
 import collections
+import contextlib
 import csv
 import io
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,24 +79,37 @@ def check_out(out: Path, learners: int) -> None:
 
 
 def write_outputs(report: ClassReport, out: Path) -> None:
-    """grades.csv, feedback/<learner>.md, summary.md and summary.csv, each replaced whole;
-    feedback of learners no longer in the class is removed."""
+    """grades.csv, feedback/<learner>.md, summary.md and summary.csv, each replaced whole
+    unless it is a regular file that already holds exactly that text (a re-run rewrites
+    only what changed); feedback of learners no longer in the class is removed."""
     out.mkdir(parents=True, exist_ok=True)
     feedback = out / "feedback"
     feedback.mkdir(exist_ok=True)
     for folder in (out, feedback):
         remove_partials(folder)  # left by a batch that was killed while writing
-    replace_file(out / "grades.csv", grades_csv(report))
+    _write(out / "grades.csv", grades_csv(report))
     names = feedback_files(report)
     for learner in report.learners:
-        replace_file(feedback / names[learner.learner], feedback_md(learner))
+        _write(feedback / names[learner.learner], feedback_md(learner))
     keep = set(names.values())
     for stale in feedback.glob("*.md"):
         if stale.name not in keep:
             stale.unlink()
     rows = summary_rows(report)
-    replace_file(out / "summary.csv", summary_csv(rows))
-    replace_file(out / "summary.md", summary_md(report, rows))
+    _write(out / "summary.csv", summary_csv(rows))
+    _write(out / "summary.md", summary_md(report, rows))
+
+
+def _write(path: Path, text: str) -> None:
+    """`replace_file`, skipped when `path` is a regular file (never a link) holding `text`'s
+    bytes already: comparing costs a read, replacing a write and a rename."""
+    data = text.encode("utf-8", "backslashreplace")  # as replace_file writes it
+    with contextlib.suppress(OSError):
+        found = os.lstat(path)
+        same = stat.S_ISREG(found.st_mode) and found.st_size == len(data)
+        if same and path.read_bytes() == data:  # the size first: a forged file may be huge
+            return
+    replace_file(path, text)
 
 
 def feedback_files(report: ClassReport) -> dict[str, str]:
