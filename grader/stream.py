@@ -166,18 +166,21 @@ class ResultStream:
 
 
 def _depth(value: Any) -> int:
-    """How deeply `value` (parsed JSON) nests lists and dicts; counted without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, level)
-            if level <= MAX_DEPTH:
-                stack.extend(
-                    (child, level + 1)
-                    for child in (item.values() if isinstance(item, dict) else item)
-                )
-    return deepest
+    """How deeply `value` (parsed JSON: only plain dicts and lists nest) nests lists and
+    dicts, counted a level at a time without recursion, and no further than one past
+    `MAX_DEPTH`."""
+    depth, level = 0, [value]
+    while depth <= MAX_DEPTH:
+        containers = [item for item in level if type(item) is dict or type(item) is list]
+        if not containers:
+            break
+        depth += 1
+        level = [
+            child
+            for item in containers
+            for child in (item.values() if type(item) is dict else item)
+        ]
+    return depth
 
 
 def read_chunk(fd: int) -> bytes | None:

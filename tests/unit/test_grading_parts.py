@@ -36,7 +36,7 @@ from grader.judging import (
 from grader.observe import Probes, attempt, keep, plain, vrun
 from grader.protocol import Job
 from grader.results import Outcome, ProbeRecord
-from grader.stream import ResultStream
+from grader.stream import MAX_DEPTH, ResultStream
 from grader.suites import Edit, load_mutants
 from grader.validity import structure
 from workbook.modules import execute, fresh_module
@@ -368,6 +368,21 @@ def test_any_deviation_voids_every_report_of_the_worker(
     j.settle()
     assert j.deviation is not None
     assert all(r.status == "void" for r in j.records.values())
+
+
+def nested(levels: int) -> object:
+    """A list nested `levels` deep, with an empty dict and a scalar beside it at each level."""
+    value: object = []
+    for _ in range(levels - 1):
+        value = [{}, 1, value]
+    return value
+
+
+@pytest.mark.parametrize("levels", [61, 62, 63, 200])
+def test_a_report_may_nest_as_deep_as_the_limit_and_no_deeper(levels: int) -> None:
+    # Its own dict and "obs" dict are two levels and the value the rest.
+    j = job(LOADED, start("a"), done("a", nested(levels)))
+    assert (j.deviation is None) == (levels + 2 <= MAX_DEPTH), levels
 
 
 def test_an_unconfirmed_last_report_is_void() -> None:
