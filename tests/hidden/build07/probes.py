@@ -53,6 +53,8 @@ from workbook.buildchecks.build07_interrupts import Interrupting, InterruptingPa
 PROBES = Probes(suite_salt(__file__))
 #: Parsed once, when the fork server imports this file: every worker inherits them.
 LAUNCHES: tuple[Launch, ...] = tuple(launches())
+#: Each launch's fields (`dataclasses.asdict`), made once: items are copies of these.
+LAUNCH_FIELDS: tuple[dict[str, Any], ...] = tuple(dataclasses.asdict(launch) for launch in LAUNCHES)
 #: Taken before any learner's code runs: the probes' connections are real ones, and a
 #: learner's connection is traced through the real methods, whatever a subclass overrides.
 Connection = sqlite3.Connection
@@ -94,9 +96,13 @@ class Inputs:
         return LAUNCHES[self.order[index]]
 
     def item(self, index: int, version: int = 1, **changes: Any) -> dict[str, Any]:
-        """Launch `index` as a source delivers it, fields changed as given."""
-        launch = dataclasses.replace(self.launch(index), **changes)
-        return {"id": launch.id, "version": version, "payload": dataclasses.asdict(launch)}
+        """Launch `index` as a source delivers it, fields changed as given (a fresh dict:
+        a `Launch` holds only flat JSON values, so a copy of its fields is all of it)."""
+        unknown = changes.keys() - LAUNCH_FIELDS[0].keys()
+        if unknown:
+            raise TypeError(f"a Launch has no field {sorted(unknown)}")
+        payload = {**LAUNCH_FIELDS[self.order[index]], **changes}
+        return {"id": payload["id"], "version": version, "payload": payload}
 
     def launch_id(self, index: int) -> str:
         return self.launch(index).id
