@@ -8,15 +8,23 @@ hang, one at load and one in a function, as a real class would have. Every noteb
 comment of its learner's own, so no two are the same cells (identical ones run only once).
 
 It grades the class cold (empty cache), then again (every grade from the cache), then once
-more after one learner changes one build, and prints the times.
+more after one learner changes one build, and prints the times: the cold run's CPU split
+between this process (reading, judging, caching, writing) and the workers, and what the walls
+add to one worker (the smallest job, timed walled in and not). ``--without-learner-tests``
+leaves the learners' tests ungraded (the figure of the ARC.md target without them);
+``--walls off`` grades the whole class without walls, to compare.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import os
 import random
+import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -24,7 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch import grade_class
+from grader.grades import ClassReport
+from grader.runner import Runner
+from grader.sandbox import WALLS_MODES, WallsMode
 from grader.suites import load_suite
+from grader.wheats import probe_suite
 from workbook.errors import WorkbookError
 from workbook.export import cell_source, cell_tags, export_source
 from workbook.manifest import load_manifest
@@ -145,6 +157,44 @@ def machine_cpu() -> float:
     return sum(map(int, fields)) / os.sysconf("SC_CLK_TCK")
 
 
+def worker_seconds(jobs: int = 40) -> tuple[float, float]:
+    """The median wall time of one trivial worker walled in (bwrap) and without walls: a
+    two-line module and one learner test that passes, the smallest job a batch runs (and the
+    most common). The two kinds alternate, so a drift of the machine's speed touches both
+    alike; the first jobs, while each server imports the probe, are left out."""
+    from grader.wheatprobe import JOB
+
+    job = {"name": "test_it", "text": "def test_it():\n    assert 1 + 1 == 2\n", "max_examples": 1}
+    source = f"def answer() -> int:\n    return 2\n\n{JOB} = {job!r}\n"
+    suite = probe_suite("03")
+    times: dict[str, list[float]] = {"bwrap": [], "off": []}
+    with contextlib.ExitStack() as stack:
+        runners = {w: stack.enter_context(Runner(walls=w, learner_tests=True)) for w in times}
+        for runner in runners.values():
+            runner.start()
+        for n in range(jobs + 3):
+            for walls, runner in runners.items():
+                start = time.perf_counter()
+                run = runner.run_probes(source, suite)
+                elapsed = time.perf_counter() - start
+                runner.discard(run)
+                record = run.records.get("learner_test")
+                if record is None or record.status != "done" or record.obs != PASSED:
+                    raise RuntimeError(f"the trivial worker did not pass (walls {walls}): {record}")
+                if n >= 3:
+                    times[walls].append(elapsed)
+    return statistics.median(times["bwrap"]), statistics.median(times["off"])
+
+
+PASSED = {"loaded": True, "defined": True, "passed": True}
+
+
+def own_cpu() -> float:
+    """CPU seconds this process has spent (every thread), never its children's."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.bench", description=__doc__)
     parser.add_argument("--learners", type=int, default=100)
@@ -152,22 +202,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--keep", type=Path, default=None, help="copy the cold run's grades.csv and summaries here"
     )
+    parser.add_argument(
+        "--without-learner-tests",
+        action="store_true",
+        help="grade the answers only (the learners' test cells are left ungraded)",
+    )
+    parser.add_argument("--walls", choices=WALLS_MODES[:2], default="bwrap")
     args = parser.parse_args(argv)
+    walls: WallsMode = args.walls
+    manifest = MANIFEST
+    if args.without_learner_tests:
+        entries = tuple(dataclasses.replace(e, learner_tests=()) for e in MANIFEST.entries)
+        manifest = dataclasses.replace(MANIFEST, entries=entries)
+
+    def grade(submissions: Path, out: Path) -> ClassReport:
+        return grade_class(submissions, out, workers=args.workers, manifest=manifest, walls=walls)
+
     with tempfile.TemporaryDirectory(prefix="rit-bench-") as tmp:
         submissions, out = Path(tmp) / "class", Path(tmp) / "grades"
         counts = make_class(submissions, args.learners)
         load = os.getloadavg()
-        print(f"{args.learners} learners; notebooks by kind: {counts}")
-        before, start = machine_cpu(), time.perf_counter()
-        cold = grade_class(submissions, out, workers=args.workers)
-        cold_s, after = time.perf_counter() - start, machine_cpu()
+        tests = "answers only" if args.without_learner_tests else "answers and learner tests"
+        print(f"{args.learners} learners ({tests}, walls {walls}); notebooks by kind: {counts}")
+        before, mine, start = machine_cpu(), own_cpu(), time.perf_counter()
+        cold = grade(submissions, out)
+        cold_s, after, mine = time.perf_counter() - start, machine_cpu(), own_cpu() - mine
         csv_bytes = (out / "grades.csv").read_bytes()
         if args.keep is not None:
             args.keep.mkdir(parents=True, exist_ok=True)
             for name in ("grades.csv", "summary.csv", "summary.md"):
                 (args.keep / name).write_bytes((out / name).read_bytes())
         start = time.perf_counter()
-        warm = grade_class(submissions, out, workers=args.workers)
+        warm = grade(submissions, out)
         warm_s = time.perf_counter() - start
         same = (out / "grades.csv").read_bytes() == csv_bytes
         changed = next(p for p in sorted(submissions.glob("*/*.ipynb")) if _valid(p))
@@ -176,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         cell["source"] = cell_source(cell) + "\n# one more comment\n"
         changed.write_text(json.dumps(nb), encoding="utf-8")
         start = time.perf_counter()
-        one = grade_class(submissions, out, workers=args.workers)
+        one = grade(submissions, out)
         one_s = time.perf_counter() - start
     n = args.learners
     print(
@@ -192,10 +258,19 @@ def main(argv: list[str] | None = None) -> int:
         f" {load[0]:.2f}"
     )
     print(
+        f"        of which this process (reading, judging, caching, writing): {mine:.2f} CPU s;"
+        " the workers and their servers: the rest"
+    )
+    print(
         f"cached: {warm_s:6.2f} s ({warm.graded} run, {warm.from_cache} from the cache);"
         f" grades.csv byte for byte the same: {same}"
     )
     print(f"one changed notebook: {one_s:6.2f} s ({one.graded} run)")
+    walled, bare = worker_seconds()
+    print(
+        f"walls: one trivial worker takes {walled * 1000:.1f} ms walled in (bwrap),"
+        f" {bare * 1000:.1f} ms without: {(walled - bare) * 1000:.1f} ms a worker (medians of 40)"
+    )
     return 0
 
 

@@ -127,7 +127,8 @@ def reference_source(solution: Path) -> str:
     return export_source(solution)
 
 
-def _probe_suite(build: str) -> Suite:
+def probe_suite(build: str) -> Suite:
+    """The suite of one learner test's worker for build `build` (`grader.wheatprobe`)."""
     from grader import wheatprobe  # Hypothesis comes with it: imported only when needed
 
     path = Path(wheatprobe.__file__)
@@ -155,7 +156,7 @@ def grade_learner_tests(
             _result(s, 0, f"grader error: the reference: {exc}", Outcome.GRADER_FAULT)
             for s in entry.learner_tests
         ]
-    grading = _Grading(runner, _probe_suite(entry.number), cells, reference, suite.mutants)
+    grading = _Grading(runner, probe_suite(entry.number), cells, reference, suite.mutants)
     return grading.results(entry.learner_tests, vacuity_check)
 
 
