@@ -76,6 +76,27 @@ def load(max_examples: int) -> None:
 
     # `RuleBasedStateMachine.TestCase` looks the name up here too, so both paths are held.
     stateful.run_state_machine_as_test = held
+    _no_local_constants()
+
+
+def _no_local_constants() -> None:
+    """Hypothesis mixes into its examples constants it reads from the source of every "local"
+    module loaded (neither the standard library nor site-packages): here `etl`, `workbook`
+    and the grader's runtime, whichever of them a process happened to import before. A
+    test's examples then hung on that history, and each walled worker parsed those files
+    again (30 ms: it has no cache folder it may write). Held empty, the examples depend on
+    the test alone; Hypothesis's own constants stay. (Its private hook: where a later
+    Hypothesis has no such function, nothing changes.)"""
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError:
+        return
+    if not callable(getattr(providers, "_get_local_constants", None)):
+        return
+    empty = Constants()
+    providers._get_local_constants = lambda: empty
+    providers.CONSTANTS_CACHE.cache.clear()  # filled with what an earlier run read
 
 
 def hold(test: Any) -> None:
@@ -95,6 +116,8 @@ def warm_up() -> None:
     """Run one tiny state machine and one ``@given`` test, so that a process forked after this
     finds Hypothesis's strategies and engine already built (about 0.1 s a worker, otherwise)."""
     from hypothesis import given, settings, stateful, strategies
+
+    _no_local_constants()
 
     class Warm(stateful.RuleBasedStateMachine):
         @stateful.rule(flag=strategies.booleans(), n=strategies.integers(0, 3))

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import random
+import sys
+import types
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import core as hypothesis_core
 from hypothesis import given, settings, stateful, strategies
+from hypothesis.internal.conjecture import providers
 
 from workbook import fixedhypothesis
 
@@ -22,8 +26,12 @@ def held() -> Iterator[None]:
         _unload(original)
 
 
+LOCAL_CONSTANTS = providers._get_local_constants
+
+
 def _unload(original: object) -> None:
     stateful.run_state_machine_as_test = original  # type: ignore[assignment]
+    providers._get_local_constants = LOCAL_CONSTANTS
     settings.load_profile("default")
     hypothesis_core.global_force_seed = None
     fixedhypothesis._examples = None
@@ -138,3 +146,20 @@ def test_what_is_not_held_starts_from_fixed_seeds() -> None:
             _unload(original)
 
     assert run() == run()
+
+
+def test_examples_never_hang_on_the_modules_a_process_loaded(tmp_path: Path) -> None:
+    source = tmp_path / "shop_rules.py"
+    source.write_text("SECRET_LIMIT = 987654321\n", encoding="utf-8")
+    module = types.ModuleType("shop_rules")
+    module.__file__ = str(source)
+    sys.modules["shop_rules"] = module
+    original = stateful.run_state_machine_as_test
+    try:
+        # Unheld, Hypothesis draws constants from the source of every local module loaded.
+        assert 987654321 in LOCAL_CONSTANTS().integers
+        fixedhypothesis.load(3)
+        assert len(providers._get_local_constants()) == 0
+    finally:
+        del sys.modules["shop_rules"]
+        _unload(original)
