@@ -66,6 +66,17 @@ def test_from_api_accepts_string_coordinates() -> None:
     assert Launch.from_api(result).latitude == 28.5
 
 
+def test_each_call_hands_out_fresh_fixture_results() -> None:
+    """Changing what one call returned, however deep, changes nothing the next call returns."""
+    first = etl.launch_results()
+    first[0]["pad"]["location"]["name"] = "changed"
+    first.pop()
+    again = etl.launch_results()
+    assert again[0]["pad"]["location"]["name"] != "changed"
+    assert len(again) == 300
+    assert [Launch.from_api(r) for r in again] == etl.launches()
+
+
 def test_jsonl_sink_appends_one_object_per_line(tmp_path: Path) -> None:
     """Two loads of the same rows append them twice: the file sink is not idempotent."""
     path = tmp_path / "out.jsonl"
