@@ -1520,12 +1520,25 @@ for _index in range(SM_PROBES):
 
 
 def item_text(item: Any) -> str:
-    """An item as the judges' messages show it."""
+    """An item as the judges' messages show it (the same text in every process)."""
     if not isinstance(item, Mapping):
-        return repr(item)
+        return stable_repr(item)
     shown = {}
     for key, value in item.items():
         if key == "payload" and isinstance(value, Mapping) and "name" in value:
             value = {"name": value["name"], "...": "..."}
         shown[key] = value
-    return repr(shown)
+    return stable_repr(shown)
+
+
+def stable_repr(value: Any) -> str:
+    """`repr`, but a set's members sorted: its order follows `hash()`, which differs from one
+    process to the next (the parent's is never pinned), and a message must repeat."""
+    if isinstance(value, set | frozenset) and value:
+        return "{" + ", ".join(sorted(stable_repr(v) for v in value)) + "}"
+    if isinstance(value, dict):
+        pairs = (f"{stable_repr(k)}: {stable_repr(v)}" for k, v in value.items())
+        return "{" + ", ".join(pairs) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(stable_repr(v) for v in value) + "]"
+    return repr(value)
