@@ -337,12 +337,16 @@ def equal(
         raise Fail(message(call, show_json(got), expected_text, note))
 
 
-def listed(value: JSON, count: int, call: str, what: str = "results") -> list[JSON]:
+def listed(
+    value: JSON, count: int, call: str | Callable[[], str], what: str = "results"
+) -> list[JSON]:
     """`value` if it is a list of exactly `count` entries, else `Fail`: an observation with
-    fewer (or more) entries than the probe makes is not one of its observations."""
+    fewer (or more) entries than the probe makes is not one of its observations. `call` may
+    be a function writing the text, called only for the failure (a long trace, say)."""
     if type(value) is not list or len(value) != count:
         got = f"{len(value)} {what}" if type(value) is list else show_json(value)
-        raise Fail(message(call, got, f"{count} {what}, one per input"))
+        text = call() if callable(call) else call
+        raise Fail(message(text, got, f"{count} {what}, one per input"))
     return value
 
 

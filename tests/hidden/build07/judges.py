@@ -1070,9 +1070,7 @@ def judge_example(observed: Observed, s: P.Inputs, steps: Sequence[JSON], seen: 
                     "False: every call ends its transaction",
                 )
             )
-        reads = answer.get("read")
-        if type(reads) is not list or len(reads) != len(P.SM_TENANTS):
-            listed(reads, len(P.SM_TENANTS), call(), "checkpoint reads")  # raises
+        reads = listed(answer.get("read"), len(P.SM_TENANTS), call, "checkpoint reads")
         for tenant, got in zip(P.SM_TENANTS, reads, strict=True):
             want_cursor = store.cursor(tenant, P.SOURCE)
             if got != {"ok": want_cursor}:

@@ -1533,12 +1533,19 @@ def item_text(item: Any) -> str:
 
 def stable_repr(value: Any) -> str:
     """`repr`, but a set's members sorted: its order follows `hash()`, which differs from one
-    process to the next (the parent's is never pinned), and a message must repeat."""
-    if isinstance(value, set | frozenset) and value:
-        return "{" + ", ".join(sorted(stable_repr(v) for v in value)) + "}"
-    if isinstance(value, dict):
-        pairs = (f"{stable_repr(k)}: {stable_repr(v)}" for k, v in value.items())
-        return "{" + ", ".join(pairs) + "}"
-    if isinstance(value, list):
+    process to the next (the parent's is never pinned), and a message must repeat. Only the
+    plain containers are looked into; anything else is its own `repr`."""
+    kind = type(value)
+    if kind in (set, frozenset) and value:
+        members = "{" + ", ".join(sorted(stable_repr(v) for v in value)) + "}"
+        return members if kind is set else f"frozenset({members})"
+    if kind is dict:
+        return (
+            "{" + ", ".join(f"{stable_repr(k)}: {stable_repr(v)}" for k, v in value.items()) + "}"
+        )
+    if kind is list:
         return "[" + ", ".join(stable_repr(v) for v in value) + "]"
+    if kind is tuple:
+        inner = ", ".join(stable_repr(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
     return repr(value)
