@@ -9,6 +9,8 @@ and the grader's probe of one learner test) load these settings first:
 - ``max_examples`` from the manifest;
 - no shrinking phase: only *whether* a test fails counts here, and shrinking a failure a mutant
   provoked costs several times the run that found it.
+- no constants read from the source of the modules a process has loaded (Hypothesis mixes
+  those into its examples): the examples depend on the test alone, never on what else ran.
 
 A test's own ``@settings`` (on a ``@given`` test) and the ``settings=`` it hands
 ``run_state_machine_as_test`` keep everything else they say (``stateful_step_count``, say),
@@ -51,8 +53,8 @@ def fixed(max_examples: int) -> dict[str, Any]:
 
 def load(max_examples: int) -> None:
     """Make `fixed` the default profile, hold state machines to it whatever settings they are
-    run with, and seed the global `random` and Hypothesis's tests that are not derandomized
-    with `SEED`: every run draws the same."""
+    run with, seed the global `random` and Hypothesis's tests that are not derandomized with
+    `SEED`, and read no constants from loaded modules: every run draws the same."""
     from hypothesis import core as hypothesis_core
     from hypothesis import settings as Settings
     from hypothesis import stateful
@@ -96,7 +98,9 @@ def _no_local_constants() -> None:
         return
     empty = Constants()
     providers._get_local_constants = lambda: empty
-    providers.CONSTANTS_CACHE.cache.clear()  # filled with what an earlier run read
+    cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+    if isinstance(cache, dict):
+        cache.clear()  # filled with what an earlier run read
 
 
 def hold(test: Any) -> None:
