@@ -15,22 +15,16 @@ def _text() -> str:
     return resources.files(__name__).joinpath("launches.json").read_text(encoding="utf-8")
 
 
-@cache
-def _raw() -> tuple[dict[str, Any], ...]:
-    return tuple(json.loads(_text()))
-
-
 def launch_results() -> list[dict[str, Any]]:
     """The fixture launches as Launch Library 2 ``results`` entries: fresh copies each call,
-    parsed again from the file's text, read once (a third of the time a copy of the parsed
-    entries takes)."""
+    parsed again from the file's text (read once), so no caller can change another's."""
     copies: list[dict[str, Any]] = json.loads(_text())
     return copies
 
 
 @cache
 def _rows() -> tuple[Launch, ...]:
-    return tuple(Launch.from_api(result) for result in _raw())
+    return tuple(Launch.from_api(result) for result in launch_results())
 
 
 def launches() -> list[Launch]:
