@@ -49,6 +49,7 @@ from grader.observe import (
     suite_salt,
 )
 from workbook.buildchecks.build07_interrupts import Interrupting, InterruptingPayload, nested
+from workbook.feedback import stable_repr
 
 PROBES = Probes(suite_salt(__file__))
 #: Parsed once, when the fork server imports this file: every worker inherits them.
@@ -1529,23 +1530,3 @@ def item_text(item: Any) -> str:
             value = {"name": value["name"], "...": "..."}
         shown[key] = value
     return stable_repr(shown)
-
-
-def stable_repr(value: Any) -> str:
-    """`repr`, but a set's members sorted: its order follows `hash()`, which differs from one
-    process to the next (the parent's is never pinned), and a message must repeat. Only the
-    plain containers are looked into; anything else is its own `repr`."""
-    kind = type(value)
-    if kind in (set, frozenset) and value:
-        members = "{" + ", ".join(sorted(stable_repr(v) for v in value)) + "}"
-        return members if kind is set else f"frozenset({members})"
-    if kind is dict:
-        return (
-            "{" + ", ".join(f"{stable_repr(k)}: {stable_repr(v)}" for k, v in value.items()) + "}"
-        )
-    if kind is list:
-        return "[" + ", ".join(stable_repr(v) for v in value) + "]"
-    if kind is tuple:
-        inner = ", ".join(stable_repr(v) for v in value)
-        return f"({inner},)" if len(value) == 1 else f"({inner})"
-    return repr(value)
