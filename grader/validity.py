@@ -141,8 +141,16 @@ def stub_line(result: SubmissionResult) -> Line:
 
 
 def mutant_lines(
-    suite: Suite, source: str, pool: RunnerPool, build: str, entry: Entry
+    suite: Suite,
+    source: str,
+    pool: RunnerPool,
+    build: str,
+    entry: Entry,
+    failures: dict[str, set[str]] | None = None,
 ) -> list[Line]:
+    """One line per known bug (killed, or by whom not); `failures` receives, by bug, the
+    graded tests that fail on it."""
+
     def grade(runner: Runner, index: int) -> tuple[int, SubmissionResult | str]:
         mutant = suite.mutants[index]
         try:
@@ -167,6 +175,8 @@ def mutant_lines(
             )
         else:
             killers = outcome.failed
+            if failures is not None:
+                failures[mutant.name] = set(killers)
             shown = ", ".join(killers[:3]) + (f" (+{len(killers) - 3})" if len(killers) > 3 else "")
             lines.append(Line(name, True, f"killed by {shown}"))
     killed = sum(line.ok for line in lines)
@@ -225,6 +235,78 @@ def learner_tests_line(entry: Entry, root: Path, suite: Suite, pool: RunnerPool)
     return Line("learner tests", True, summary, details)
 
 
+def laid_over_lines(
+    entry: Entry,
+    root: Path,
+    suite: Suite,
+    reference: str,
+    pool: RunnerPool,
+    twins: dict[str, set[str]],
+) -> list[Line]:
+    """The wheats and the laid-over bugs of the learner tests (`workbook.layover`): the second
+    wheat, under the contract's free variants, earns every hidden point; each bug of a
+    ``catches`` is laid over the reference and fails exactly the hidden judges its twin of
+    ``mutants.toml`` fails (`twins`, from `mutant_lines`)."""
+    if not entry.learner_tests:
+        return []
+    from grader.wheats import second_wheat
+    from workbook import teststep
+
+    graded = {t.name for t in entry.tests}
+    names = list(dict.fromkeys(b for spec in entry.learner_tests for b in spec.catches))
+    contract = "\n".join(
+        dict.fromkeys(
+            c.source
+            for s in entry.learner_tests
+            for c in teststep.contract_of(entry.number, s.name)
+        )
+    )
+    try:
+        laid = teststep.learner_side(entry.number).LAID_OVER
+        second = f"{reference}\n{second_wheat(root, entry.number)}\n{contract}\n"
+    except (ImportError, OSError) as exc:
+        return [Line("wheats", False, f"cannot be read: {exc}")]
+    lines = []
+    unknown = [n for n in names if n not in laid or n not in twins]
+    if unknown:
+        why = [f"{n}: no laid-over bug, or no twin in mutants.toml that applies" for n in unknown]
+        return [Line("laid-over bugs", False, "missing", why)]
+    tasks = [("wheat", second)] + [(n, f"{reference}\n{laid[n].source}") for n in names]
+
+    def grade(runner: Runner, task: tuple[str, str]) -> SubmissionResult:
+        label, text = task
+        return runner.grade_source(entry.number, text, label=label, suite=suite, entry=entry)
+
+    start = time.perf_counter()
+    results = pool.map(grade, tasks)
+    wheat = results[0]
+    failing = sorted(set(wheat.failed) & graded)
+    lines.append(
+        Line(
+            "second wheat",
+            not failing,
+            "written differently, under the contract's free variants: every hidden test passes"
+            if not failing
+            else "a correct implementation must pass every hidden test",
+            failing,
+        )
+    )
+    problems = []
+    for name, result in zip(names, results[1:], strict=True):
+        laid_fails, twin_fails = set(result.failed) & graded, twins[name] & graded
+        if laid_fails != twin_fails:
+            only = sorted(laid_fails - twin_fails), sorted(twin_fails - laid_fails)
+            problems.append(f"{name}: laid over fails also {only[0]}; its twin also {only[1]}")
+    summary = (
+        f"{len(names)} bugs, each failing the same hidden judges as its twin"
+        f" ({time.perf_counter() - start:.1f} s)"
+    )
+    lines.append(
+        Line("laid-over bugs", not problems, summary if not problems else "differ", problems)
+    )
+    return lines
+
+
 def check_build(entry: Entry, root: Path, hidden: Path, pool: RunnerPool) -> list[Line]:
     exercise = root / entry.path
     solution = root / entry.solution if entry.solution else None
@@ -272,7 +354,9 @@ def check_build(entry: Entry, root: Path, hidden: Path, pool: RunnerPool) -> lis
     solution_result, stub_result = pool.map(grade, ["solution", "exercise"])
     lines.append(solution_line(solution_result))
     lines.append(stub_line(stub_result))
-    lines.extend(mutant_lines(suite, sources["solution"], pool, entry.number, entry))
+    twins: dict[str, set[str]] = {}
+    lines.extend(mutant_lines(suite, sources["solution"], pool, entry.number, entry, twins))
+    lines.extend(laid_over_lines(entry, root, suite, sources["solution"], pool, twins))
     learner = learner_tests_line(entry, root, suite, pool)
     if learner is not None:
         lines.append(learner)

@@ -1,27 +1,32 @@
 """Grading the learner's own tests by wheats and chaffs (Examplar's idea, for notebooks).
 
 Each ``[[notebook.learner_test]]`` of the manifest names a test the learner writes in a cell
-tagged ``test``, and the known bugs of the build's ``mutants.toml`` it should catch (one of
-them its *gate*: the "remove the key" bug of its seam). Its grade, decided here in the parent:
+tagged ``test``, and the bugs it must catch (``catches``; one of them its *gate*, the "remove
+the key" bug of its seam), each defined once as a bug laid over the seam's public interface
+(`workbook.layover`, the build's ``workbook.buildchecks.buildNN_tests``): the self-check lays
+the same definitions over the learner's code. Its grade, decided here in the parent:
 
 1. not written (no ``def`` of that name in the test cells, or it raises NotImplementedError
    on the reference): 0, *not done*;
 2. no assertion that can fail (nothing but ``assert True``, or none at all): 0;
-3. run against the *wheat*, the instructor's reference (the solution notebook's export, with
-   the reference seams of the earlier builds), it must pass, else 0: a test that rejects
-   correct code loses its points;
-4. run against each *chaff*, the reference with one bug of `catches` applied: the gate must
-   be caught, else 0; then each bug caught earns its share, ``points * caught // len(catches)``.
+3. run against each *wheat*, a correct implementation: the reference (the solution
+   notebook's export, with the reference seams of the earlier builds) and a second one written
+   differently (`second_wheat`) under the contract's free variants. It must pass on both, else
+   0: a test that rejects correct code, or pins the reference's code instead of behaviour,
+   earns nothing;
+4. run against each *chaff*, a wheat with one bug laid over: a bug is caught only when the
+   test fails over every wheat. Points come from `workbook.layover.score`, as in the
+   self-check: 0 without the gate, else ``points * caught // len(catches)``.
 
 Every run is a worker of its own (`grader.runner.Runner.run_probes` with the probe of
 `grader.wheatprobe`): the parent decides which variant a worker gets, and each worker runs one
 test on one variant, so a test can neither tell the wheat from a chaff by what ran before it nor
 carry anything from one run to the next. A worker's word is only "passed" or not; anything
-else (a crash, a hang, a forged result line) counts as *not passed*, which on the wheat costs
-the test and on a chaff earns nothing a failing run would not. Feedback names missed bugs by
-their `bug` line of ``mutants.toml``, never their code, and shows nothing the test printed or
-raised beyond the class of a builtin exception and a line number of the learner's own cells.
-Grading the same test cells twice gives the same points and messages.
+else (a crash, a hang, a forged result line) counts as *not passed*, which on a wheat costs
+the test and on a chaff earns nothing a failing run would not. Feedback names missed bugs in
+their words (`workbook.layover.LaidOver.words`), never their code, and shows nothing the test
+printed or raised beyond the class of a builtin exception and a line number of the learner's
+own cells. Grading the same test cells twice gives the same points and messages.
 """
 
 from __future__ import annotations
@@ -36,10 +41,12 @@ from typing import TYPE_CHECKING, Any
 
 from grader.judging import Judges
 from grader.results import Outcome, ProbeRecord, TestResult
-from grader.suites import Mutant, Suite, SuiteError
+from grader.suites import Suite
+from workbook import teststep
 from workbook.errors import WorkbookError
 from workbook.export import export_source, export_tests, test_cells
 from workbook.feedback import cut
+from workbook.layover import score
 from workbook.manifest import Entry, LearnerTestSpec
 from workbook.modules import parse
 
@@ -52,6 +59,7 @@ HEADER = re.compile(r"\A# Exported from .*")
 #: Real seconds one learner test may take on one variant (hypothesis included).
 TEST_SECONDS = 3.0
 WHEAT = "the reference"
+SECOND_WHEAT = "a second one, written differently"
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,14 @@ class _Unassert(ast.NodeTransformer):
 
 
 @cache
+def second_wheat(root: Path, build: str) -> str:
+    """A second correct implementation of the build's tested seams, written differently
+    (``tests/hidden/wheats/NN.py``, never shipped): appended after the reference's export, it
+    redefines them, so a test that pins the reference's code rather than its behaviour fails."""
+    return (root / "tests" / "hidden" / "wheats" / f"{build}.py").read_text(encoding="utf-8")
+
+
+@cache
 def reference_source(solution: Path) -> str:
     """The reference of a build: its solution notebook's export (never shipped; read here)."""
     return export_source(solution)
@@ -156,7 +172,9 @@ def grade_learner_tests(
             _result(s, 0, f"grader error: the reference: {exc}", Outcome.GRADER_FAULT)
             for s in entry.learner_tests
         ]
-    grading = _Grading(runner, probe_suite(entry.number), cells, reference, suite.mutants)
+    grading = _Grading(
+        runner, probe_suite(entry.number), cells, reference, second_wheat(root, entry.number)
+    )
     return grading.results(entry.learner_tests, vacuity_check)
 
 
@@ -182,11 +200,11 @@ class _Grading:
         probes: Suite,
         cells: TestCells,
         reference: str,
-        mutants: tuple[Mutant, ...],
+        second: str,
     ) -> None:
         self.runner, self.probes, self.cells = runner, probes, cells
-        self.reference = reference
-        self.mutants = {m.name: m for m in mutants}
+        self.build = probes.build
+        self.reference, self.second = reference, second
 
     def results(self, specs: tuple[LearnerTestSpec, ...], vacuity_check: bool) -> list[TestResult]:
         return [self._grade_one(spec, vacuity_check) for spec in specs]
@@ -195,32 +213,46 @@ class _Grading:
         early = self._unrunnable(spec, vacuity_check)
         if early is not None:
             return early
-        wheat = self._run(self.reference, spec)
-        if wheat.get("status") == "load failed":
-            error = cut(str(wheat.get("error")))
-            lost = f"grader error: the reference did not load: {error}"
-            return _result(spec, 0, lost, Outcome.GRADER_FAULT)
-        if wheat.get("passed") is not True:
-            return self._rejects_correct_code(spec, wheat)
-        missed: list[Mutant] = []
-        for bug in _bugs(spec):
-            mutant = self.mutants.get(bug)
-            if mutant is None:
-                fault = f"grader error: no known bug {bug!r} in the build's mutants.toml"
-                return _result(spec, 0, fault, Outcome.GRADER_FAULT)
-            try:
-                chaff = mutant.apply(self.reference)
-            except SuiteError as exc:
-                return _result(spec, 0, f"grader error: {cut(str(exc))}", Outcome.GRADER_FAULT)
-            ran = self._run(chaff, spec)
-            if ran.get("status") == "load failed":  # a known bug must load: ours to fix
-                fault = f"grader error: the known bug {bug} does not load"
-                return _result(spec, 0, fault, Outcome.GRADER_FAULT)
-            if ran.get("passed") is True:
-                missed.append(mutant)
-                if bug == spec.gate:  # nothing else counts: stop here
+        try:
+            bugs = {b.name: b for b in teststep.bugs_of(self.build, spec.name)}
+            contract = "\n".join(c.source for c in teststep.contract_of(self.build, spec.name))
+        except (KeyError, ImportError) as exc:
+            fault = f"grader error: the laid-over bugs of {spec.name}: {cut(str(exc))}"
+            return _result(spec, 0, fault, Outcome.GRADER_FAULT)
+        wheats = [self.reference, f"{self.reference}\n{self.second}\n{contract}\n"]
+        for label, wheat in zip((WHEAT, SECOND_WHEAT), wheats, strict=True):
+            ran = self._run(wheat, spec)
+            if ran.get("status") == "load failed":
+                error = cut(str(ran.get("error")))
+                lost = f"grader error: {label} did not load: {error}"
+                return _result(spec, 0, lost, Outcome.GRADER_FAULT)
+            if ran.get("passed") is not True:
+                return self._rejects_correct_code(spec, ran, label)
+        caught: dict[str, bool] = {}
+        for name in _bugs(spec):
+            caught[name] = True
+            for wheat in wheats:
+                ran = self._run(f"{wheat}\n{bugs[name].source}", spec)
+                if ran.get("status") == "load failed":  # a laid-over bug must load: ours to fix
+                    fault = f"grader error: the laid-over bug {name} does not load"
+                    return _result(spec, 0, fault, Outcome.GRADER_FAULT)
+                if ran.get("passed") is True:
+                    caught[name] = False
                     break
-        return _scored(spec, missed)
+            if name == spec.gate and not caught[name]:
+                break  # nothing else counts: stop here
+        words = {name: bug.words for name, bug in bugs.items()}
+        got = score(
+            points=spec.points, catches=spec.catches, gate=spec.gate, caught=caught, words=words
+        )
+        if got.done:
+            return _result(spec, got.points, "", Outcome.PASSED)
+        head = "passes on every correct implementation, but"
+        if got.points == 0:
+            return _result(spec, 0, f"{head} {got.lines[0]}", Outcome.WRONG)
+        lines = [f"{head} catches {sum(caught.values())} of {len(spec.catches)} bugs it must:"]
+        lines += [f"- {line}" for line in got.lines]
+        return _result(spec, got.points, "\n".join(lines), Outcome.WRONG)
 
     def _unrunnable(self, spec: LearnerTestSpec, vacuity_check: bool) -> TestResult | None:
         """The grade of a test that needs no run: not written, or nothing that can fail."""
@@ -243,7 +275,9 @@ class _Grading:
             )
         return None
 
-    def _rejects_correct_code(self, spec: LearnerTestSpec, wheat: dict[str, Any]) -> TestResult:
+    def _rejects_correct_code(
+        self, spec: LearnerTestSpec, wheat: dict[str, Any], label: str = WHEAT
+    ) -> TestResult:
         if wheat.get("not_written") is True:
             return _result(spec, 0, f"{spec.name} is not written yet", Outcome.NOT_DONE)
         kind = Outcome.WRONG
@@ -254,12 +288,14 @@ class _Grading:
                 "void": "wrote to the grader's results channel",
                 "not run": "was not run (time budget used up)",
             }[str(wheat["status"])]
-            why = f"on a correct implementation it {what}"
+            why = f"on a correct implementation ({label}) it {what}"
             kind = Outcome.VOID if wheat["status"] == "void" else Outcome.UNFINISHED
         elif wheat.get("loaded") is False:
             why = f"your test cells {_raised(wheat, self.cells.text)} when they ran"
         else:
-            why = f"it fails on a correct implementation: {_raised(wheat, self.cells.text)}"
+            why = (
+                f"it fails on a correct implementation ({label}): {_raised(wheat, self.cells.text)}"
+            )
         return _result(
             spec,
             0,
@@ -286,30 +322,6 @@ class _Grading:
         return report
 
 
-def _scored(spec: LearnerTestSpec, missed: list[Mutant]) -> TestResult:
-    """The points of a test that passed on the wheat, from the known bugs it `missed` (in
-    the order they ran: the gate first)."""
-    if missed and missed[0].name == spec.gate:  # nothing else counts
-        return _result(
-            spec,
-            0,
-            f"passes on the reference, but it still passes when {_words(missed[0])}: the bug it"
-            " must catch first. Remove that on purpose, once, in your own code, and make the"
-            " test fail.",
-            Outcome.WRONG,
-        )
-    caught = len(spec.catches) - len(missed)
-    points = spec.points * caught // len(spec.catches)
-    if not missed:
-        return _result(spec, points, "", Outcome.PASSED)
-    lines = [
-        f"passes on the reference and catches {caught} of {len(spec.catches)} known"
-        " bugs; it still passes when:"
-    ]
-    lines += [f"- {_words(m)}" for m in missed]
-    return _result(spec, points, "\n".join(lines), Outcome.WRONG)
-
-
 def _raised(report: dict[str, Any], text: str | None) -> str:
     """What the test raised on the reference, in words that carry nothing the test could have
     learnt there: a built-in exception's name (else "an exception of its own"), and the line
@@ -330,11 +342,6 @@ def _assert_lines(text: str | None) -> frozenset[int]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset()
     return frozenset(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert))
-
-
-def _words(mutant: Mutant) -> str:
-    """A known bug as feedback names it: its one line of ``mutants.toml``, in words."""
-    return cut(mutant.bug, 300)
 
 
 def read_test_cells(notebook: str | Path) -> TestCells:

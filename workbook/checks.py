@@ -29,10 +29,18 @@ Status = Literal["passed", "failed", "not done", "error"]
 
 class CheckFailure(AssertionError):
     """A check saw something other than what it expected. Its text is the whole feedback:
-    ``called:`` / ``got:`` / ``expected:`` lines, then the note (`feedback.message`)."""
+    ``called:`` / ``got:`` / ``expected:`` lines, then the note (`feedback.message`).
 
-    def __init__(self, call: str, got: Any, expected: Any, note: str = "") -> None:
+    `cause`, when given, names the graded test (in the manifest) whose failure this one shows
+    and which explains every other check failing the same way (a blocking sleep fails each
+    check that waits): the report's "Next:" line then names that cause and gives its hint,
+    wherever the failure comes in the order of the checks."""
+
+    def __init__(
+        self, call: str, got: Any, expected: Any, note: str = "", *, cause: str = ""
+    ) -> None:
         self.call, self.got, self.expected, self.note = call, got, expected, note
+        self.cause = cause
         super().__init__(feedback.message(call, f"{got}", f"{expected}", note))
 
 
@@ -83,6 +91,8 @@ class CheckResult:
     status: Status
     message: str = ""
     seconds: float = 0.0
+    #: The root cause this failure declared (`CheckFailure.cause`); empty for most.
+    cause: str = ""
 
     @property
     def passed(self) -> bool:
@@ -132,15 +142,16 @@ def run_check(check: Check, ns: Any) -> CheckResult:
     """Run one check against the learner's namespace; never raises."""
     start = time.perf_counter()
 
-    def result(status: Status, message: str = "") -> CheckResult:
-        return CheckResult(check.name, check.step, status, message, time.perf_counter() - start)
+    def result(status: Status, message: str = "", cause: str = "") -> CheckResult:
+        seconds = time.perf_counter() - start
+        return CheckResult(check.name, check.step, status, message, seconds, cause)
 
     try:
         outcome = check.fn(ns)
         if inspect.iscoroutine(outcome):
             vtime.run(outcome, deadline=vtime.VIRTUAL_DEADLINE)
     except CheckFailure as exc:
-        return result("failed", str(exc))
+        return result("failed", str(exc), exc.cause)
     except NotImplementedError as exc:
         return result("not done", f"not done yet: {exc}" if str(exc) else "not done yet")
     except vtime.VirtualDeadlineExceeded as exc:

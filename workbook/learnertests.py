@@ -1,12 +1,13 @@
-"""A learner's own tests, run the way a test that can fail must be: against their code, then
-against that code broken on purpose.
+"""A learner's own tests, run the way a test that can fail must be: on correct code written
+two ways, then on that code with each bug it must catch laid over.
 
 The learner writes ``test_<name>`` functions in cells tagged ``test``. A test earns trust only
-if it passes on the learner's implementation *and* fails on each plausible bug of it: the
-mutants of `workbook.mutation`, made inside the seams it tests, and one named **sabotage** per
-seam (the "remove the key" bug of seed 002 made concrete, such as a `content_key` that returns a
-fresh key every call). `check` reports, per test: whether it passes on the learner's code, how
-many mutants it kills, and each survivor as a short diff with the words of its description.
+if it passes on every correct implementation (*wheats*: the learner's code, and the same code
+with its seams' locals renamed, recompiled and wrapped, under the contract's free variants)
+and fails when each bug of its step's ``catches`` is laid over each wheat
+(`workbook.layover`). `check` reports, per test: whether it passes on the learner's code, how
+it failed the second wheat if it did, which bugs it catches, and, as advice only, generic
+mutants (`workbook.mutation`) of the lines it ran that it lets through.
 
 Everything runs in a fresh interpreter (`python -m workbook.learnertests`, fed one JSON job on
 stdin), so a mutant that loops forever costs only its own time limit and nothing a mutant does
@@ -35,6 +36,7 @@ from typing import Any
 
 from workbook import fixedhypothesis, vtime
 from workbook.feedback import cut
+from workbook.layover import LaidOver, same_behaviour, wrap_seams
 from workbook.modules import execute, fresh_module, registered
 from workbook.mutation import Mutant, mutants
 
@@ -51,15 +53,6 @@ MAX_MUTANTS = 60
 JUDGED_SURVIVORS = 3
 CHECK_SECONDS = 1.0
 JUDGE_BUDGET_SECONDS = 1.5
-
-
-@dataclass(frozen=True)
-class Sabotage:
-    """A named bug made by rebinding names after the answers ran (``content_key = ...``)."""
-
-    name: str
-    description: str
-    source: str
 
 
 @dataclass(frozen=True)
@@ -81,7 +74,12 @@ class LearnerTestReport:
     killed: int = 0
     total: int = 0
     survivors: list[dict[str, str]] = field(default_factory=list)
-    sabotage_caught: dict[str, bool] = field(default_factory=dict)
+    """Advice: generic mutants of lines the test ran that it lets through."""
+    caught: dict[str, bool] = field(default_factory=dict)
+    """By laid-over bug: does the test fail with it over every wheat?"""
+    wheat_failure: str = ""
+    """How the test failed on the second wheat (the learner's code, rewritten to behave the
+    same), when it did."""
 
     @property
     def score(self) -> float:
@@ -101,7 +99,8 @@ def _alarm(signum: int, frame: Any) -> None:
 
 
 def _build(sources: Sources, answers: Sequence[str], extra: str = "") -> dict[str, Any]:
-    """Run setup, `answers`, `extra` (a sabotage) and the test cells in one fresh module."""
+    """Run setup, `answers`, `extra` (a wheat's wrappers, a laid-over bug) and the test cells
+    in one fresh module."""
     return _module(sources, answers, extra).__dict__
 
 
@@ -167,8 +166,40 @@ def _configure_hypothesis(max_examples: int) -> None:
         fixedhypothesis.load(max_examples)
 
 
+def _variant(sources: Sources, seams: Sequence[str] | None, contract: str) -> tuple[list[str], str]:
+    """The second wheat made of the learner's own code: the answers with the seams' locals
+    renamed, recompiled, each seam's functions behind a wrapper, and the contract variants
+    laid over; as (answers, text run after them)."""
+    if not seams:
+        return list(sources.answers), contract
+    answers = [same_behaviour(text, seams) for text in sources.answers]
+    return answers, wrap_seams(seams) + "\n" + contract
+
+
+def _executed(fn: Callable[[], Any], cells: set[str]) -> tuple[bool, str, set[tuple[str, int]]]:
+    """`_run` of `fn` on the learner's own code, with the lines of `cells` it executed."""
+    lines: set[tuple[str, int]] = set()
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename not in cells:
+            return None
+        if event == "line":
+            lines.add((frame.f_code.co_filename, frame.f_lineno))
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        passed, why = _run(fn, OWN_SECONDS)
+    finally:
+        sys.settrace(previous)
+    return passed, why, lines
+
+
 def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
-    """The child's work: every test on the learner's code, then on each mutant and sabotage."""
+    """The child's work, per test: the learner's code and a second wheat of it (both must
+    pass), then each laid-over bug on both wheats (caught only when the test fails on each),
+    then, as advice, generic mutants of the lines the test ran."""
     signal.signal(signal.SIGALRM, _alarm)
     sources = Sources(tuple(job["setup"]), tuple(job["answers"]), tuple(job["tests"]))
     random.seed(fixedhypothesis.SEED)  # as at grading: the same draws on every run
@@ -177,6 +208,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             int(job.get("max_examples", fixedhypothesis.DEFAULT_EXAMPLES))
         )  # its import costs 0.7 s
     names: list[str] = job["names"]
+    seams: list[str] | None = job.get("seams")
     reports = {
         n: LearnerTestReport(n, passes=False, message="not defined in a test cell") for n in names
     }
@@ -186,37 +218,80 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
         for report in reports.values():
             report.message = cut(f"your cells raised {type(exc).__name__}: {exc}")
         return [asdict(r) for r in reports.values()]
+    first = len(sources.setup) + 1
+    cells = {f"<cell {first + i}>" for i in range(len(sources.answers))}
+    ran: dict[str, set[tuple[str, int]]] = {}
     for name, fn in own.items():
-        reports[name].passes, reports[name].message = _run(fn, OWN_SECONDS)
+        reports[name].passes, reports[name].message, ran[name] = _executed(fn, cells)
     passing = [n for n in own if reports[n].passes]
     if not passing:
         return [asdict(r) for r in reports.values()]
-    for sabotage in job.get("sabotage", []):
-        try:
-            broken = _tests(_build(sources, sources.answers, sabotage["source"]), passing)
-        except BaseException:
-            broken = {}
-        for name in passing:
-            caught = name not in broken or not _run(broken[name])[0]
-            reports[name].sabotage_caught[sabotage["name"]] = caught
+    answers, after = _variant(sources, seams, str(job.get("contract", "")))
+    wheats = [(list(sources.answers), ""), (answers, after)]
+    try:
+        second = _tests(_build(sources, answers, after), passing)
+    except BaseException as exc:  # ours to fix, or code that reads its own text
+        second = {}
+        why = cut(f"{type(exc).__name__}: {exc}")
+    else:
+        why = "not defined"
+    for name in passing:
+        ok, message = _run(second[name], OWN_SECONDS) if name in second else (False, why)
+        if not ok:
+            reports[name].wheat_failure = message
+    judged = [n for n in passing if not reports[n].wheat_failure]
+    for bug in job.get("bugs", []):
+        for name in judged:
+            reports[name].caught[bug["name"]] = True
+        for wheat_answers, wheat_after in wheats:
+            still = [n for n in judged if reports[n].caught[bug["name"]]]
+            if not still:
+                break
+            try:
+                broken = _tests(
+                    _build(sources, wheat_answers, wheat_after + "\n" + bug["source"]), still
+                )
+            except BaseException:
+                broken = {}  # the bug does not even load over this code: caught
+            for name in still:
+                if name in broken and _run(broken[name])[0]:
+                    reports[name].caught[bug["name"]] = False
+    _advise(job, sources, judged, reports, ran)
+    return [asdict(r) for r in reports.values()]
+
+
+def _advise(
+    job: dict[str, Any],
+    sources: Sources,
+    names: Sequence[str],
+    reports: dict[str, LearnerTestReport],
+    ran: dict[str, set[tuple[str, int]]],
+) -> None:
+    """Generic mutants of the learner's seams, only on lines each test ran: the survivors are
+    advice, never verdict (the first few put to the step's visible checks)."""
     cap = int(job.get("max_mutants", MAX_MUTANTS))
     judge: dict[str, Any] | None = job.get("judge")
     verdicts: dict[str, bool] = {}  # by mutant: do the visible checks catch it?
     judging = 0.0  # seconds spent on them so far
+    first = len(sources.setup) + 1
     for index, text in enumerate(sources.answers):
+        cell = f"<cell {first + index}>"
         for mutant in _cell_mutants(text, job.get("seams")):
-            if all(reports[n].total >= cap for n in passing):
-                break  # every test has met its cap: building more mutants is wasted time
+            wanted = [
+                n
+                for n in names
+                if reports[n].total < cap and (cell, mutant.line) in ran.get(n, set())
+            ]
+            if not wanted:
+                continue
             answers = list(sources.answers)
             answers[index] = mutant.source
             try:
-                broken = _tests(_build(sources, answers), passing)
+                broken = _tests(_build(sources, answers), wanted)
             except BaseException:
                 broken = {}  # the mutant does not even load: every test catches it
-            for name in passing:
+            for name in wanted:
                 report = reports[name]
-                if report.total >= cap:
-                    continue
                 report.total += 1
                 if name not in broken or not _run(broken[name])[0]:
                     report.killed += 1
@@ -231,7 +306,6 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                     if mutant.id in verdicts:
                         survivor["checks"] = "fail" if verdicts[mutant.id] else "pass"
                 report.survivors.append(survivor)
-    return [asdict(r) for r in reports.values()]
 
 
 def _cell_mutants(text: str, seams: Sequence[str] | None) -> list[Mutant]:
@@ -250,7 +324,8 @@ def check(
     names: Sequence[str],
     *,
     seams: Sequence[str] | None = None,
-    sabotage: Sequence[Sabotage] = (),
+    bugs: Sequence[LaidOver] = (),
+    contract: Sequence[LaidOver] = (),
     max_examples: int = fixedhypothesis.DEFAULT_EXAMPLES,
     max_mutants: int = MAX_MUTANTS,
     timeout: float = 30.0,
@@ -258,7 +333,7 @@ def check(
 ) -> list[LearnerTestReport]:
     """Run the learner tests `names` on their code and its mutants (inside `seams`, the
     top-level definitions under test) in a fresh interpreter; one report per name. `judge`:
-    (build, steps) whose visible checks meet each test's first survivors, so a report can
+    (build, steps) whose visible checks meet each test's first advice survivors, so a report can
     tell a bug the test misses (the checks fail on it) from a mutant that may behave exactly
     like the learner's code (they pass)."""
     job = {
@@ -267,7 +342,8 @@ def check(
         "tests": list(sources.tests),
         "names": list(names),
         "seams": list(seams) if seams else None,
-        "sabotage": [asdict(s) for s in sabotage],
+        "bugs": [asdict(b) for b in bugs],
+        "contract": "\n".join(c.source for c in contract),
         "max_examples": max_examples,
         "max_mutants": max_mutants,
         "judge": None if judge is None else {"build": judge[0], "steps": list(judge[1])},

@@ -32,11 +32,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from workbook import teststep
 from workbook.checks import CheckResult
 from workbook.errors import WorkbookError
 from workbook.export import EXPORTED_TAGS, cell_source, cell_tags, load, read_notebook
 from workbook.manifest import Entry, Manifest, load_manifest, repo_root
-from workbook.selfcheck import MARKS, checks_for, hints_for, untagged_helpers
+from workbook.selfcheck import MARKS, checks_for, hints_for, next_fix, untagged_helpers
 
 #: Real seconds one build's loading and checks may take before it is reported as stuck.
 BUILD_SECONDS = 20
@@ -44,7 +45,7 @@ BAR_WIDTH = 20
 #: Where the reports are kept, in the repo root (git-ignored; `make clean` removes it).
 CACHE_DIR = ".progress"
 #: Bumped when what a cached report holds changes, so older files are never read as new.
-CACHE_FORMAT = "1"
+CACHE_FORMAT = "2"
 #: How recently changed a file must be for `_by_stat` to read it again whatever its stamp.
 RACY_NS = 2_000_000_000
 
@@ -142,13 +143,15 @@ def build_report(manifest: Manifest, entry: Entry, *, cached: bool = True) -> Bu
 def _checked(manifest: Manifest, entry: Entry) -> BuildReport:
     checks = checks_for(entry.number)
     path = manifest.root / entry.path
-    total = len(checks.names)
+    total = len(checks.names) + len(entry.learner_tests)  # a test-writing step is a step
     # The learner's prints would scramble the report: keep them out of it.
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
             with time_limit(BUILD_SECONDS):
                 module = load(path)
-                report = BuildReport(entry, tuple(checks.run(module)), total=total)
+                checked = checks.run(module)
+                tests = teststep.results(entry.number, teststep.saved_sources(path), checked)
+                report = BuildReport(entry, (*checked, *tests), total=total)
         except WorkbookError as exc:
             report = BuildReport(entry, problem="does not load", detail=str(exc), total=total)
         except TimeUp:
@@ -340,12 +343,14 @@ def next_steps(todo: BuildReport) -> list[str]:
     if todo.problem:
         lines = [f"Next, in {where}: it {todo.problem}.", f"    {todo.detail}"]
     else:
-        first = next(r for r in todo.results if not r.passed)
-        hint = hints_for(todo.entry.number).get(first.name, "")
-        lines = [f"Next, in {where}: {MARKS[first.status]} {first.name} [{first.status}]"]
-        lines.extend(f"    {text}" for text in first.message.splitlines())
-        if hint:
-            lines.append(f"Hint: {hint}")
+        lines = []
+        fix = next_fix(todo.results, hints_for(todo.entry.number))
+        if fix is not None:  # the failing check whose failure explains the others comes first
+            first = fix.check
+            lines = [f"Next, in {where}: {MARKS[first.status]} {first.name} [{first.status}]"]
+            lines.extend(f"    {text}" for text in first.message.splitlines())
+            if fix.hint:
+                lines.append(f"Hint: {fix.heading}{fix.hint}")
     return lines + [f"Note: {note}" for note in todo.notes]
 
 

@@ -53,7 +53,8 @@ def hints_for(build: str) -> dict[str, str]:
         entry = load_manifest().entry(build)
     except WorkbookError:
         return {}
-    return {t.name: t.hint for t in entry.tests}
+    hints = {t.name: t.hint for t in entry.tests}
+    return hints | {t.name: t.hint for t in entry.learner_tests}
 
 
 def report_text(
@@ -73,13 +74,49 @@ def report_text(
             lines.append(f"      {text}")
     passed = sum(r.passed for r in results)
     summary = f"{passed} of {len(results)} checks pass."
-    todo = next((r for r in results if not r.passed), None)
+    todo = next_fix(results, hints)
     if todo is None:
         summary += f" {done_note}" if whole_build else " This step is done: on to the next one."
-    elif todo.name in hints:
-        summary += f" Next: {hints[todo.name]}"
+    elif todo.hint:
+        summary += f" Next: {todo.heading}{todo.hint}"
     lines.append(summary)
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class NextFix:
+    """What a failing report points to first: a failing `check`, and the `hint` to follow.
+    `cause` is the root cause that check declared (a manifest test's name, whose hint this
+    is), shared by `shared` failing checks in all; empty when none was declared."""
+
+    check: CheckResult
+    hint: str
+    cause: str = ""
+    shared: int = 0
+
+    @property
+    def heading(self) -> str:
+        """What goes before the hint: the cause and the failures it explains, if any."""
+        if not self.cause:
+            return ""
+        more = f" and {self.shared - 1} more failing checks" if self.shared > 1 else ""
+        return f"{self.cause}, which explains {self.check.name}{more}: "
+
+
+def next_fix(results: Sequence[CheckResult], hints: Mapping[str, str]) -> NextFix | None:
+    """The check to fix first, by one rule: a failure that declares a root cause
+    (`CheckFailure.cause`, one the hints know) explains the others failing with it, so the
+    first such comes first, with the cause's hint, wherever it stands in the order of the
+    checks (a blocking sleep fails every retry check, each for that reason); otherwise the
+    first failing check, with its own hint. None when every check passes."""
+    failing = [r for r in results if not r.passed]
+    if not failing:
+        return None
+    rooted = next((r for r in failing if r.cause and r.cause in hints), None)
+    if rooted is None:
+        return NextFix(failing[0], hints.get(failing[0].name, ""))
+    shared = sum(r.cause == rooted.cause for r in failing)
+    return NextFix(rooted, hints[rooted.cause], rooted.cause, shared)
 
 
 # ───────────────────────────────────────────────── cells as JupyterLab shows them
@@ -483,9 +520,34 @@ def kernel_report(build: str, names_or_steps: Sequence[str], shell: Any) -> str:
             [*learner_test_reports(build, names_or_steps, module, tagged, cells, before), *notes]
         )
     results = checks.run(module, *names_or_steps)
+    if not names_or_steps:  # "all together": a test-writing step is a step too
+        written = kernel_sources(module, tagged, cells, before)
+        results = [*results, *teststep.results(build, written, results)]
     passed = all(r.passed for r in results)
     helpers = [] if passed else untagged_helpers(cells, sources, shell.user_ns)
     return _report(build, names_or_steps, results, [*helpers, *notes])
+
+
+def kernel_sources(
+    module: Any,
+    tagged: Sequence[Tagged],
+    cells: Sequence[Any],
+    ran: Sequence[tuple[str, str | None]] = (),
+) -> Sources:
+    """The setup, answer and test cells as this kernel last ran them (the saved text where it
+    has not), for `workbook.teststep`."""
+    tests = [
+        Cell(i, "test", cell_source(c)) for i, c in enumerate(cells, 1) if "test" in cell_tags(c)
+    ]
+    code = {tag: tuple(t.source for t in tagged if t.tag == tag) for tag in ("setup", "answer")}
+    # The child's fresh module gets the notebook's path too: a setup cell loads its sibling
+    # build from the notebook's folder, whatever the working folder.
+    where = f"__notebook__ = {module.__dict__.get('__notebook__')!r}"
+    return Sources(
+        (where, *code["setup"]),
+        code["answer"],
+        tuple(t.source for t in last_runs(tests, cells, ran)),
+    )
 
 
 def learner_test_reports(
@@ -498,18 +560,7 @@ def learner_test_reports(
 ) -> list[str]:
     """The reports of test-writing steps `names` (`workbook.teststep`): each learner test on
     the tagged cells as last run, once the visible checks of the seams it tests pass."""
-    tests = [
-        Cell(i, "test", cell_source(c)) for i, c in enumerate(cells, 1) if "test" in cell_tags(c)
-    ]
-    code = {tag: tuple(t.source for t in tagged if t.tag == tag) for tag in ("setup", "answer")}
-    # The child's fresh module gets the notebook's path too: a setup cell loads its sibling
-    # build from the notebook's folder, whatever the working folder.
-    where = f"__notebook__ = {module.__dict__.get('__notebook__')!r}"
-    sources = Sources(
-        (where, *code["setup"]),
-        code["answer"],
-        tuple(t.source for t in last_runs(tests, cells, ran)),
-    )
+    sources = kernel_sources(module, tagged, cells, ran)
     lines = []
     for name in names:
         steps = teststep.gate(checks_for(build), teststep.seams_of(build, name))

@@ -1,32 +1,35 @@
 """The self-check of a test-writing step: ``selfcheck("03", "test_rerun_writes_zero_new_rows")``.
 
 The learner's test is run by `workbook.learnertests` on the learner's own setup and answer
-cells (a test that rejects correct code is named), then on the build's sabotage of the seams it
-tests and on mutants of those seams. It runs only once the seams' own visible checks pass, so
-the code being mutated is right. Running it again rebuilds everything and gives the same report
-(Hypothesis runs derandomized).
+cells and on a second wheat made of them, then with each bug of the step's ``catches`` laid
+over both (`workbook.layover`, the definitions the grader lays over the reference). Its points
+come from `workbook.layover.score`, as at grading, so "done" here means full marks there. It
+runs only once the seams' own visible checks pass, so the code under the bugs is right.
+Running it again rebuilds everything and gives the same report (Hypothesis runs derandomized).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import types
 from collections.abc import Sequence
+from pathlib import Path
 
 from workbook.checks import CheckResult, Checks
+from workbook.export import cell_source, cell_tags, read_notebook
 from workbook.fixedhypothesis import DEFAULT_EXAMPLES
+from workbook.layover import LaidOver, Verdict, score
 from workbook.learnertests import (
     JUDGED_SURVIVORS,
     MAX_MUTANTS,
     LearnerTestReport,
-    Sabotage,
     Sources,
     check,
 )
-from workbook.manifest import load_manifest
+from workbook.manifest import LearnerTestSpec, load_manifest
 
-#: Survivors shown per test: enough to act on, few enough to read; each is put to the visible
-#: checks first.
+#: Advice survivors shown per test: enough to act on, few enough to read.
 SHOWN_SURVIVORS = JUDGED_SURVIVORS
 STUB = "not written yet"
 
@@ -39,40 +42,43 @@ def _buildchecks(build: str) -> types.ModuleType:
     return importlib.import_module(f"workbook.buildchecks.build{build}")
 
 
-def _learner_side(build: str) -> types.ModuleType:
-    """Where `build` keeps ``LEARNER_TESTS`` and ``SABOTAGE``: ``buildNN_tests`` when it has
-    one (build 07's checks fill their own module), else its checks module."""
-    name = f"workbook.buildchecks.build{build}_tests"
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:  # the module exists and an import inside it failed
-            raise
-        return _buildchecks(build)
+def learner_side(build: str) -> types.ModuleType:
+    """Where `build` keeps its test-writing steps: ``workbook.buildchecks.buildNN_tests``
+    (``LEARNER_TESTS``, ``LAID_OVER``, ``CONTRACT_VARIANTS``)."""
+    return importlib.import_module(f"workbook.buildchecks.build{build}_tests")
+
+
+def has_test_steps(build: str) -> bool:
+    """Whether `build` asks the learner to write tests."""
+    return importlib.util.find_spec(f"workbook.buildchecks.build{build}_tests") is not None
 
 
 def seams_of(build: str, name: str) -> tuple[str, ...]:
     """The seams test `name` of `build` tests (its ``LEARNER_TESTS`` entry)."""
-    tests: dict[str, tuple[str, ...]] = getattr(_learner_side(build), "LEARNER_TESTS", {})
+    tests: dict[str, tuple[str, ...]] = learner_side(build).LEARNER_TESTS
     if name not in tests:
         raise KeyError(f"no test-writing step named {name} in build {build}")
     return tests[name]
 
 
-def sabotage_for(build: str, seams: Sequence[str], name: str = "") -> list[Sabotage]:
-    """The build's sabotage for test `name` of `seams`: those its ``SABOTAGE_OF`` lists for
-    it, if any; else what rebinds one of its seams, or rebinds no seam of another learner test
-    (a sink's sabotage is no bug of the retry loop)."""
-    from workbook.selfcheck import _bound  # selfcheck imports this module: import late
+def spec_of(build: str, name: str) -> LearnerTestSpec:
+    """The manifest's entry of test `name` of `build`: its points, catches and gate."""
+    specs = {s.name: s for s in load_manifest().entry(build).learner_tests}
+    if name not in specs:
+        raise KeyError(f"no [[notebook.learner_test]] named {name} for build {build}")
+    return specs[name]
 
-    module = _learner_side(build)
-    every: list[Sabotage] = getattr(module, "SABOTAGE", [])
-    listed: dict[str, tuple[str, ...]] = getattr(module, "SABOTAGE_OF", {})
-    if name in listed:
-        return [s for s in every if s.name in listed[name]]
-    tests: dict[str, tuple[str, ...]] = getattr(module, "LEARNER_TESTS", {})
-    others = {seam for these in tests.values() for seam in these} - set(seams)
-    return [s for s in every if _bound(s.source) & set(seams) or not _bound(s.source) & others]
+
+def bugs_of(build: str, name: str) -> list[LaidOver]:
+    """The laid-over bugs test `name` must catch, in its ``catches`` order."""
+    laid: dict[str, LaidOver] = learner_side(build).LAID_OVER
+    return [laid[bug] for bug in spec_of(build, name).catches]
+
+
+def contract_of(build: str, name: str) -> list[LaidOver]:
+    """What the contract of test `name`'s seams leaves free, laid over its second wheat."""
+    variants: dict[str, tuple[LaidOver, ...]] = learner_side(build).CONTRACT_VARIANTS
+    return [v for seam in seams_of(build, name) for v in variants.get(seam, ())]
 
 
 def gate(checks: Checks, seams: Sequence[str]) -> list[str]:
@@ -103,19 +109,22 @@ def gate_note(results: Sequence[CheckResult], steps: Sequence[str]) -> str | Non
 
 def max_examples(build: str, name: str) -> int:
     """The examples a Hypothesis test gets here: the manifest's, the grader's own number."""
-    specs = {s.name: s for s in load_manifest().entry(build).learner_tests}
-    return specs[name].max_examples if name in specs else DEFAULT_EXAMPLES
+    try:
+        return spec_of(build, name).max_examples
+    except KeyError:
+        return DEFAULT_EXAMPLES
 
 
 def run_step(build: str, name: str, sources: Sources) -> LearnerTestReport:
-    """Test `name` on the learner's code, the build's sabotage and mutants of its seams."""
+    """Test `name` on the learner's code and its second wheat, with each bug laid over."""
     seams = seams_of(build, name)
-    caps: dict[str, int] = getattr(_learner_side(build), "MAX_MUTANTS_OF", {})
+    caps: dict[str, int] = getattr(learner_side(build), "MAX_MUTANTS_OF", {})
     (report,) = check(
         sources,
         [name],
         seams=list(seams),
-        sabotage=sabotage_for(build, seams, name),
+        bugs=bugs_of(build, name),
+        contract=contract_of(build, name),
         max_examples=max_examples(build, name),
         max_mutants=caps.get(name, MAX_MUTANTS),
         judge=(build, gate(_buildchecks(build).CHECKS, seams)),
@@ -123,36 +132,45 @@ def run_step(build: str, name: str, sources: Sources) -> LearnerTestReport:
     return report
 
 
-def _sabotage_lines(build: str, report: LearnerTestReport) -> list[str]:
-    described = {s.name: s.description for s in getattr(_learner_side(build), "SABOTAGE", [])}
-    lines = []
-    for sabotage, caught in report.sabotage_caught.items():
-        what = described.get(sabotage, sabotage)
-        if caught:
-            lines.append(f"  ✓ fails, as it should, when {what}")
-        else:
-            lines.append(
-                f"  ✗ still passes when {what}: add an assertion that notices (remove that"
-                " on purpose, once, in your code, and watch the test fail)"
-            )
-    return lines
+SECOND_WHEAT = (
+    "your own code, rewritten to behave the same (locals renamed, each function wrapped,"
+    " the contract's free choices made differently)"
+)
+
+
+def verdict(build: str, name: str, report: LearnerTestReport) -> Verdict:
+    """The points the grader would give the test, from what the self-check saw."""
+    spec = spec_of(build, name)
+    words = {b.name: b.words for b in bugs_of(build, name)}
+    failure = ""
+    if not report.passes:
+        failure = f"it fails on your own code, which passes its visible checks: {report.message}"
+        if STUB in report.message or "not defined" in report.message:
+            failure = f"{name} is {STUB}"
+    elif report.wheat_failure:
+        failure = f"it fails on {SECOND_WHEAT}: {report.wheat_failure}"
+    return score(
+        points=spec.points,
+        catches=spec.catches,
+        gate=spec.gate,
+        caught=report.caught,
+        words=words,
+        wheat_failure=failure,
+    )
 
 
 def _verdict(checks: str | None) -> str:
     """What the step's visible checks said of a surviving mutant."""
     if checks == "fail":
-        return ": a real bug (this step's checks fail on it); add an assertion that notices"
-    if checks == "pass":
-        return (
-            ": this step's checks pass on it too, so it may behave exactly like your code;"
-            " if it does not, your test can show how"
-        )
+        return ": a real bug (this step's checks fail on it)"
     return ""
 
 
 def step_report(build: str, name: str, report: LearnerTestReport) -> str:
-    """The report: passes on the learner's code, the sabotage, the mutation score."""
+    """The report: passes on every wheat, each bug of the step caught or not, the points,
+    then (advice) mutants of lines the test ran that it lets through."""
     title = f"Self-check, build {build} (your {name}):"
+    got = verdict(build, name, report)
     if not report.passes:
         if STUB in report.message:
             return f"{title}\n  · {name} is {STUB}: write it in the test cell above."
@@ -163,17 +181,84 @@ def step_report(build: str, name: str, report: LearnerTestReport) -> str:
             f" {report.message}\n  A test that rejects correct code costs its points: check"
             " what it expects."
         )
-    lines = [title, "  ✓ passes on your code", *_sabotage_lines(build, report)]
-    lines.append(
-        f"  Mutation score: {report.killed} of {report.total} mutants of your"
-        f" {', '.join(seams_of(build, name))} caught."
-    )
-    if report.survivors:
-        lines.append(f"  Mutants your test lets through (first {SHOWN_SURVIVORS}):")
-    for survivor in report.survivors[:SHOWN_SURVIVORS]:
+    if report.wheat_failure:
+        return (
+            f"{title}\n  ✓ passes on your code\n  ✗ fails on {SECOND_WHEAT}:"
+            f" {report.wheat_failure}\n  A test must check what the code does, not how it is"
+            " written: it runs on other correct code at grading too. Not done (0 of"
+            f" {got.max_points} points)."
+        )
+    lines = [title, "  ✓ passes on your code, and on it rewritten to behave the same"]
+    for bug in bugs_of(build, name):
+        if report.caught.get(bug.name):
+            lines.append(f"  ✓ fails, as it should, when {bug.words}")
+        else:
+            lines.append(f"  ✗ still passes when {bug.words}: it shows when {bug.visible_when}")
+    shown = report.survivors[:SHOWN_SURVIVORS] if got.done else []
+    if shown:
+        lines.append("  Advice (not graded): lines your test ran that it lets change:")
+    for survivor in shown:
         lines.append(f"    - {survivor['description']}{_verdict(survivor.get('checks'))}")
-    if any(not caught for caught in report.sabotage_caught.values()):
-        lines.append("Not done: make the test fail on the bug above, and run this cell again.")
+    if got.done:
+        lines.append(
+            f"This step is done ({got.points} of {got.max_points} points): your test can fail,"
+            " and does on every bug it must catch."
+        )
     else:
-        lines.append("This step is done: your test can fail, and does when the code is wrong.")
+        first = "the first bug above" if got.points == 0 else "the bugs marked ✗"
+        lines.append(
+            f"Not done ({got.points} of {got.max_points} points): make the test fail on"
+            f" {first}, and run this cell again."
+        )
     return "\n".join(lines)
+
+
+def result(build: str, name: str, sources: Sources) -> CheckResult:
+    """Test `name` as one check of its build: passed exactly when it earns full points."""
+    report = run_step(build, name, sources)
+    got = verdict(build, name, report)
+    if got.done:
+        return CheckResult(name, "test", "passed")
+    if not report.passes and (STUB in report.message or "not defined" in report.message):
+        return CheckResult(name, "test", "not done", f"{name} is {STUB}")
+    why = got.problem or "; ".join(got.lines)
+    return CheckResult(
+        name,
+        "test",
+        "failed",
+        f"{got.points} of {got.max_points} points: {why}",
+    )
+
+
+def saved_sources(path: Path) -> Sources:
+    """A build notebook's setup, answer and test cells as saved (what `make progress`, the
+    learner's `make check` and the grader read); its path is given to the setup cells, which
+    may load a sibling build from the same folder."""
+    cells = read_notebook(path)["cells"]
+    tagged = {
+        tag: tuple(cell_source(c) for c in cells if tag in cell_tags(c))
+        for tag in ("setup", "answer", "test")
+    }
+    where = f"__notebook__ = {str(path.resolve())!r}"
+    return Sources((where, *tagged["setup"]), tagged["answer"], tagged["test"])
+
+
+def results(build: str, sources: Sources, checked: Sequence[CheckResult]) -> list[CheckResult]:
+    """Each test-writing step of `build` as one more check (`result`), in manifest order; a
+    step whose seams' visible checks (in `checked`) do not all pass yet is not tried."""
+    if not has_test_steps(build):
+        return []
+    checks: Checks = _buildchecks(build).CHECKS
+    out = []
+    for spec in load_manifest().entry(build).learner_tests:
+        steps = gate(checks, seams_of(build, spec.name))
+        failing = [r.name for r in checked if r.step in steps and not r.passed]
+        if failing:
+            why = (
+                f"not tried yet: the checks of step {', '.join(steps)} must pass first"
+                f" ({', '.join(failing[:3])})"
+            )
+            out.append(CheckResult(spec.name, "test", "not done", why))
+        else:
+            out.append(result(build, spec.name, sources))
+    return out

@@ -83,7 +83,7 @@ def test_a_test_that_asserts_nothing_earns_zero(runner: Runner) -> None:
     assert "asserts nothing" in result.message
     # Even without the static check, it catches nothing: the gate bug survives it.
     ran = grade(runner, "03", body, vacuity_check=False)["test_rerun_writes_zero_new_rows"]
-    assert ran.points == 0 and "still passes when the sink never remembers" in ran.message
+    assert ran.points == 0 and "still passes when the sink forgets the keys it wrote" in ran.message
 
 
 def test_checking_the_write_but_not_the_replay_earns_what_it_deserves(runner: Runner) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+import tomllib
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from tests.conftest import ROOT
 from workbook import run, run_timed
 from workbook.checks import (
     CheckFailure,
@@ -19,7 +21,9 @@ from workbook.checks import (
     expect_equal,
     expect_raises,
 )
-from workbook.selfcheck import report_text
+from workbook.export import export_source
+from workbook.modules import execute, fresh_module
+from workbook.selfcheck import checks_for, hints_for, report_text
 from workbook.vtime import VirtualDeadlineExceeded
 
 CHECKS = Checks("99")
@@ -113,6 +117,58 @@ def test_report_ends_with_the_next_hint() -> None:
     results = CHECKS.run(SimpleNamespace(double=lambda x: x * 3), "double")
     text = report_text(results, {"doubles_numbers": "Multiply by two."}, "Self-check:")
     assert text.splitlines()[-1] == "0 of 2 checks pass. Next: Multiply by two."
+
+
+@CHECKS.add(step="root")
+def plain_failure(ns: Any) -> None:
+    expect_equal("double(2)", ns.double(2), 4)
+
+
+@CHECKS.add(step="root")
+def waits_on_the_loop_first(ns: Any) -> None:
+    raise CheckFailure("wait()", "1 ms of real time", "0", "It waited for real.", cause="blocks")
+
+
+@CHECKS.add(step="root")
+def waits_on_the_loop_again(ns: Any) -> None:
+    raise CheckFailure("wait()", "1 ms of real time", "0", "It waited for real.", cause="blocks")
+
+
+def test_a_declared_root_cause_comes_first_in_the_next_line() -> None:
+    """A failure declaring the cause of others is named first, with the cause's hint, even
+    after an unrelated failure; a cause the hints do not know changes nothing."""
+    results = CHECKS.run(SimpleNamespace(double=lambda x: x * 3), "root")
+    assert [r.cause for r in results] == ["", "blocks", "blocks"]
+    hints = {"plain_failure": "Multiply by two.", "blocks": "Never block the loop."}
+    assert report_text(results, hints, "Self-check:").splitlines()[-1] == (
+        "0 of 3 checks pass. Next: blocks, which explains waits_on_the_loop_first and 1 more"
+        " failing checks: Never block the loop."
+    )
+    alone = report_text(results[:2], hints, "Self-check:").splitlines()[-1]
+    assert alone.endswith(
+        "Next: blocks, which explains waits_on_the_loop_first: Never block the loop."
+    )
+    del hints["blocks"]
+    assert report_text(results, hints, "Self-check:").endswith("Next: Multiply by two.")
+
+
+def test_a_blocking_sleep_in_with_retry_is_named_as_one() -> None:
+    """Build 03's solution with `with_retry` waiting with time.sleep fails every retry check,
+    each saying it waited for real; the Next line names the blocking sleep, not the first
+    check's own hint (re-raising a permanent error)."""
+    known = tomllib.loads((ROOT / "tests/hidden/build03/mutants.toml").read_text("utf-8"))
+    bug = next(m for m in known["mutant"] if m["name"] == "time_sleep_instead_of_asyncio_sleep")
+    (edit,) = bug["edit"]
+    source = export_source(ROOT / "solutions" / "03_build_retry_and_sink.ipynb")
+    assert source.count(edit["old"]) == 1
+    module = fresh_module("blocking_retry")
+    execute(module, source.replace(edit["old"], edit["new"]), "blocking_retry.py")
+    results = checks_for("03").run(module)
+    failing = [r for r in results if not r.passed]
+    assert len(failing) > 1 and all("It waited for real" in r.message for r in failing)
+    last = report_text(results, hints_for("03"), "Self-check:").splitlines()[-1]
+    assert "Next: sleeps_on_the_event_loop_not_the_thread, which explains" in last, last
+    assert "a blocking sleep (time.sleep)" in last and "is_transient" not in last, last
 
 
 def test_virtual_time_inside_a_running_loop() -> None:

@@ -34,7 +34,6 @@ from workbook.buildchecks.scripted_harness import (
     policy_text,
 )
 from workbook.checks import Checks, Said, expect, expect_equal, expect_raises, outcome, outcome_of
-from workbook.learnertests import Sabotage
 
 CHECKS = Checks("03")
 
@@ -250,7 +249,7 @@ async def bad_row_leaves_no_key_behind(ns: Any) -> None:
 async def concurrent_loads_write_each_row_once(ns: Any) -> None:
     rows = launches()[150:153]
     for failures, want, expected in (
-        (0, [3, 0], "[3, 0]: the second load waits on the lock, then finds every key"),
+        (0, [3, 0], "[3, 0]: the second load waits for the first, then finds every key"),
         (1, ["NetworkError", 3], "the first raises NetworkError; the second writes all 3"),
     ):
         inner = Destination(failures=failures, delay=2.0)
@@ -260,8 +259,8 @@ async def concurrent_loads_write_each_row_once(ns: Any) -> None:
         call = "two loads of the same 3 rows at once (asyncio.gather), inner taking 2 s a write"
         call += ", its first write failing" if failures else ""
         note = (
-            "The Predict of step 3: hold self._lock from checking the keys until they are"
-            " remembered, inner.load included."
+            "The Predict of step 3: a second load of the same rows waits until the first has"
+            " written and remembered its keys (inner.load included), then writes only what is new."
         )
         expect(got == want, call, got, expected, note)
         expect_equal(f"{call}: len(inner.rows)", len(inner.rows), 3, note=note)
@@ -273,12 +272,12 @@ async def each_sink_starts_from_its_own_keys(ns: Any) -> None:
     await ns.IdempotentSink(Destination()).load(rows[:2])
     inner = Destination()
     made = "one sink loaded [a, b]; sink = IdempotentSink(inner), another one"
-    note = "Make the seen-set in __init__ (self._seen = set()): a class attribute is shared."
+    note = "A sink remembers only its own keys: a new one starts with none, whatever others loaded."
     await expect_loads(ns.IdempotentSink(inner), inner, made, rows, [("a b", 2)], "a b", note)
     inner = Destination()
     sink = ns.IdempotentSink.with_seen(inner, (ns.content_key(row) for row in rows[::2]))
     made = "sink = IdempotentSink.with_seen(inner, the keys of a and c, as a generator)"
-    note = "with_seen returns a sink whose seen-set starts with the keys given (any iterable)."
+    note = "with_seen returns a sink that treats the keys given (any iterable) as already written."
     await expect_loads(sink, inner, made, rows, [("a b c", 1)], "b", note)
 
 
@@ -511,40 +510,3 @@ def full_jitter_stays_within_bounds(ns: Any) -> None:
         0.8,
         note='With jitter="none" the wait is the capped delay itself.',
     )
-
-
-# ───────────────────────────────────────────────── the learner's own tests (teststep)
-
-#: Test-writing steps: the learner's test -> the seams it tests (the ones mutated).
-LEARNER_TESTS: dict[str, tuple[str, ...]] = {
-    "test_rerun_writes_zero_new_rows": ("IdempotentSink",),
-    "test_honors_retry_after": ("with_retry",),
-}
-#: Seed 002's "remove the key", made concrete per seam, whatever the learner named things.
-SABOTAGE = [
-    Sabotage(
-        "sink_forgets_keys",
-        "the sink forgets the keys it wrote",
-        "_Remembers = IdempotentSink\n"
-        "class IdempotentSink:\n"
-        "    def __init__(self, inner, *args, **kwargs):\n"
-        "        self.inner = inner\n"
-        "    async def load(self, rows):\n"
-        "        return await _Remembers(self.inner).load(rows)\n",
-    ),
-    Sabotage(
-        "retry_ignores_retry_after",
-        "with_retry ignores Retry-After and waits the backoff instead",
-        "_Honest = with_retry\n"
-        "async def with_retry(policy, op):\n"
-        "    async def blind():\n"
-        "        try:\n"
-        "            return await op()\n"
-        "        except EtlError as err:\n"
-        "            if err.retry_after() is None:\n"
-        "                raise\n"
-        "            from etl import NetworkError\n"
-        "            raise NetworkError(str(err)) from None\n"
-        "    return await _Honest(policy, blind)\n",
-    ),
-]

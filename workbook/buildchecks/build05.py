@@ -41,7 +41,6 @@ from workbook.buildchecks.http_harness import (
     response,
 )
 from workbook.checks import Checks, Said, expect, expect_equal, outcome
-from workbook.learnertests import Sabotage
 
 CHECKS = Checks("05")
 
@@ -371,20 +370,3 @@ async def failure_mid_run_keeps_earlier_pages(ns: Any) -> None:
             f"fetched={LAUNCHES}, written={LAUNCHES - 20} (the 20 already in the file are skipped)",
         )
         expect_equal("lines in the file after both runs", len(read_jsonl(path)), LAUNCHES)
-
-
-# ───────────────────────────────────────────────── the learner's own tests (teststep)
-
-#: Test-writing steps: the learner's test -> the seams it tests (the ones mutated).
-LEARNER_TESTS: dict[str, tuple[str, ...]] = {"test_second_run_writes_nothing": ("ingest",)}
-#: Seed 002's "remove the key" for `ingest`: the second run starts from an empty memory.
-SABOTAGE = [
-    Sabotage(
-        "ingest_forgets_the_file",
-        "ingest ignores the keys already in the file",
-        "class IdempotentSink(IdempotentSink):\n"
-        "    @classmethod\n"
-        "    def with_seen(cls, inner, keys):\n"
-        "        return cls(inner)\n",
-    ),
-]

@@ -1,89 +1,221 @@
-"""Build 07's test-writing steps: which seams each learner test tests, and the sabotage its
-self-check (`workbook.teststep`) tries it on.
+"""Build 07's test-writing steps: the seams each learner test tests, and the bugs of their
+``catches`` laid over those seams.
 
-Each sabotage is seed 002's "remove the key" made concrete for one key of the capstone, written
-around the learner's own functions (whatever their bodies), so that it is the same bug for
-every learner: the compare of the checkpoint's compare-and-set, the version of the upsert, and
-the one transaction of a page. Kept apart from `build07` (the visible checks) so that neither
-module outgrows the house limit; this module ships to learners and holds no reference seam.
+Each bug wraps the learner's functions through what crosses them (the connection, the
+arguments, the outcome), whatever their bodies: the compare of the checkpoint's
+compare-and-set, the version of the upsert, the rollback of a losing page, the recount. A
+connection handed on is wrapped (`_LaidConnection`) where a bug must act inside the page's own
+transaction, so the commits a store shows are those of the bug's twin in the hidden
+``mutants.toml``. The contract leaves nothing of the store free that a test can see without
+pinning the implementation (row order without ORDER BY is free, but changing it would cost a
+commit), so there is no contract variant. This module ships to learners: no answer is here.
 """
 
 from __future__ import annotations
 
-from workbook.learnertests import Sabotage
+from workbook.layover import LaidOver, over
 
-#: Test-writing steps: the learner's test -> the seams it tests (the ones mutated).
+#: Test-writing steps: the learner's test -> the seams it tests.
 LEARNER_TESTS: dict[str, tuple[str, ...]] = {
     "test_replay_reaches_a_fixed_point": ("ingest_page", "advance_checkpoint"),
     "test_state_machine_equals_one_clean_run": ("ingest_page",),
 }
-#: Mutants tried per test (instead of `workbook.learnertests.MAX_MUTANTS`), so that a step's
-#: self-check answers within two seconds: a page test costs about 10 ms a mutant, a state
-#: machine 60 ms. The first mutants are the deleted statements of each seam's top level, the
-#: likeliest slips.
+#: Generic mutants tried per test for advice (instead of `workbook.learnertests.MAX_MUTANTS`),
+#: so that a step's self-check answers within two seconds: a state machine costs 60 ms a run.
 MAX_MUTANTS_OF: dict[str, int] = {
-    "test_replay_reaches_a_fixed_point": 40,
-    "test_state_machine_equals_one_clean_run": 12,
+    "test_replay_reaches_a_fixed_point": 30,
+    "test_state_machine_equals_one_clean_run": 6,
 }
 
-_PAGE_ARGS = (
-    "conn, tenant=tenant, source=source, items=items, expected_cursor=expected_cursor,"
-    " next_cursor=next_cursor"
+_CONNECTION = '''
+class _LaidConnection:
+    """The caller's connection; `after_begin` runs inside each transaction opened through it,
+    `before_commit` just before it commits, `before_checkpoint` before the first statement
+    that writes the checkpoints table."""
+
+    def __init__(self, conn, after_begin=None, before_commit=None, before_checkpoint=None):
+        object.__setattr__(self, "_laid", (conn, after_begin, before_commit))
+        object.__setattr__(self, "_laid_checkpoint", [before_checkpoint])
+
+    def __getattr__(self, name):
+        return getattr(self._laid[0], name)
+
+    def __setattr__(self, name, value):
+        setattr(self._laid[0], name, value)
+
+    def __enter__(self):
+        return self._laid[0].__enter__()
+
+    def __exit__(self, *exc):
+        return self._laid[0].__exit__(*exc)
+
+    def execute(self, sql, *args):
+        conn, after_begin, before_commit = self._laid
+        head = sql.lstrip().upper()
+        if before_commit is not None and head.startswith(("COMMIT", "END")):
+            before_commit(conn)
+        pending = self._laid_checkpoint
+        writes = head.startswith(("INSERT", "UPDATE", "REPLACE", "DELETE"))
+        if pending[0] is not None and writes and "CHECKPOINTS" in head:
+            pending[0], call = None, pending[0]
+            call(conn)
+        cursor = conn.execute(sql, *args)
+        if after_begin is not None and head.startswith("BEGIN"):
+            after_begin(conn)
+        return cursor
+
+    def commit(self):
+        conn, _, before_commit = self._laid
+        if before_commit is not None and conn.in_transaction:
+            before_commit(conn)
+        return conn.commit()
+'''
+
+
+def _page(body: str) -> str:
+    """An `ingest_page` laid over the learner's: `body` may call ``laid_page(conn)``, theirs
+    on the same page through `conn`."""
+    return over(
+        "ingest_page",
+        "def ingest_page(conn, *, tenant, source, items, expected_cursor, next_cursor):\n"
+        "    def laid_page(conn):\n"
+        "        return under(conn, tenant=tenant, source=source, items=items,"
+        " expected_cursor=expected_cursor, next_cursor=next_cursor)\n" + body,
+    )
+
+
+_CAS_DROPPED = (
+    _CONNECTION + "def _laid_put(conn, tenant, source, cursor):\n"
+    "    # Put the checkpoint where the caller expects it: the compare always succeeds.\n"
+    "    if cursor is None:\n"
+    "        conn.execute('DELETE FROM checkpoints WHERE tenant = ? AND source = ?',"
+    " (tenant, source))\n"
+    "    elif conn.execute('UPDATE checkpoints SET cursor = ? WHERE tenant = ? AND source = ?',"
+    " (cursor, tenant, source)).rowcount == 0:\n"
+    "        conn.execute('INSERT INTO checkpoints (tenant, source, cursor, item_count)"
+    " VALUES (?, ?, ?, 0)', (tenant, source, cursor))\n"
+    + over(
+        "advance_checkpoint",
+        "def advance_checkpoint(conn, tenant, source, expected_cursor, next_cursor):\n"
+        "    _laid_put(conn, tenant, source, expected_cursor)\n"
+        "    return under(conn, tenant, source, expected_cursor, next_cursor)\n",
+    )
+    + _page(
+        "    put = lambda real: _laid_put(real, tenant, source, expected_cursor)\n"
+        "    return laid_page(_LaidConnection(conn, before_checkpoint=put))\n"
+    )
 )
-_SIGNATURE = "def ingest_page(conn, *, tenant, source, items, expected_cursor, next_cursor):\n"
 
-SABOTAGE = [
-    Sabotage(
-        "checkpoint_not_compared",
-        "ingest_page moves the checkpoint wherever it stood (the compare of its"
-        " compare-and-set removed), so a replayed page is written again",
-        "_Compared = ingest_page\n"
-        + _SIGNATURE
-        + (
-            "    # Put the checkpoint where this caller expects it: the compare always succeeds.\n"
-            "    conn.execute('DELETE FROM checkpoints WHERE tenant = ? AND source = ?',"
-            " (tenant, source))\n"
-            "    if expected_cursor is not None:\n"
-            "        conn.execute('INSERT INTO checkpoints (tenant, source, cursor, item_count)"
-            " VALUES (?, ?, ?, 0)', (tenant, source, expected_cursor))\n"
-            f"    return _Compared({_PAGE_ARGS})\n"
-        ),
-    ),
-    Sabotage(
-        "upsert_ignores_version",
-        "upsert_item replaces the stored item whatever its version, so a stale worker's older"
-        " copy overwrites a newer one",
-        "_Newer = upsert_item\n"
+_LOSER_KEEPS = _page(
+    "    outcome = laid_page(conn)\n"
+    "    if not outcome.advanced:  # the page lost: keep its items all the same\n"
+    "        conn.execute('BEGIN IMMEDIATE')\n"
+    "        try:\n"
+    "            for item in items:\n"
+    "                if poison_reason(item) is None:\n"
+    "                    upsert_item(conn, tenant, source, item)\n"
+    "            conn.execute('COMMIT')\n"
+    "        except BaseException:\n"
+    "            if conn.in_transaction:\n"
+    "                conn.execute('ROLLBACK')\n"
+    "            raise\n"
+    "    return outcome\n"
+)
+
+
+def _replaces_stored(when: str) -> str:
+    """An `upsert_item` that first deletes the stored row when `when` holds of its version
+    (``stored``) and the item's: the learner's upsert then writes the item as new."""
+    return over(
+        "upsert_item",
         "def upsert_item(conn, tenant, source, item):\n"
-        "    conn.execute('DELETE FROM items WHERE tenant = ? AND source = ? AND item_id = ?',"
-        " (tenant, source, item['id']))\n"
-        "    return _Newer(conn, tenant, source, item)\n",
-    ),
-    Sabotage(
-        "checkpoint_before_items",
-        "ingest_page commits the checkpoint before it writes the page's items, so a page that"
-        " fails halfway is lost for good",
-        "_OneTransaction = ingest_page\n"
-        + _SIGNATURE
-        + (
-            "    try:\n"
-            f"        return _OneTransaction({_PAGE_ARGS})\n"
-            "    except BaseException:\n"
-            "        # As though the checkpoint had committed on its own, before the items.\n"
-            "        if not conn.in_transaction:\n"
-            "            advance_checkpoint(conn, tenant, source, expected_cursor, next_cursor)\n"
-            "        raise\n"
-        ),
-    ),
-]
+        "    key = (tenant, source, item['id'])\n"
+        "    row = conn.execute('SELECT version FROM items WHERE tenant = ? AND source = ?"
+        " AND item_id = ?', key).fetchone()\n"
+        f"    if row is not None and {when}:\n"
+        "        conn.execute('DELETE FROM items WHERE tenant = ? AND source = ? AND item_id = ?',"
+        " key)\n"
+        "    return under(conn, tenant, source, item)\n",
+    )
 
-#: Which sabotage each test is tried on: the replay test's property holds whatever the version
-#: check or a crash does, so only the state machine answers for those.
-SABOTAGE_OF: dict[str, tuple[str, ...]] = {
-    "test_replay_reaches_a_fixed_point": ("checkpoint_not_compared",),
-    "test_state_machine_equals_one_clean_run": (
-        "checkpoint_not_compared",
-        "upsert_ignores_version",
-        "checkpoint_before_items",
-    ),
+
+_ACCUMULATES = (
+    _CONNECTION
+    + "_laid_applied = [0]\n"
+    + over(
+        "upsert_item",
+        "def upsert_item(conn, tenant, source, item):\n"
+        "    said = under(conn, tenant, source, item)\n"
+        "    if said == 'applied':\n"
+        "        _laid_applied[0] += 1\n"
+        "    return said\n",
+    )
+    + _page(
+        "    before = [0]\n"
+        "    def begun(real):\n"
+        "        row = real.execute('SELECT item_count FROM checkpoints WHERE tenant = ?"
+        " AND source = ?', (tenant, source)).fetchone()\n"
+        "        before[0] = 0 if row is None else row[0]\n"
+        "        _laid_applied[0] = 0\n"
+        "    def committing(real):  # add the page's applied items instead of the recount\n"
+        "        real.execute('UPDATE checkpoints SET item_count = ?"
+        " WHERE tenant = ? AND source = ?', (before[0] + _laid_applied[0], tenant, source))\n"
+        "    return laid_page(_LaidConnection(conn, after_begin=begun, before_commit=committing))\n"
+    )
+)
+
+LAID_OVER: dict[str, LaidOver] = {
+    bug.name: bug
+    for bug in (
+        LaidOver(
+            "cas_dropped",
+            "the checkpoint moves wherever it stood (no compare-and-set), so a replayed page"
+            " advances it again",
+            _CAS_DROPPED,
+            "you deliver the same page twice with the same expected cursor and assert the"
+            " second reports advanced False and the stored cursor",
+        ),
+        LaidOver(
+            "loser_keeps_its_items",
+            "a page whose compare-and-set misses keeps its items instead of rolling back",
+            _LOSER_KEEPS,
+            "the replayed (stale) page carries a change, a new item or a newer version, and"
+            " you assert the store did not change",
+        ),
+        LaidOver(
+            "equal_version_overwrites",
+            "an item at the version already stored replaces the stored one",
+            _replaces_stored("row[0] == item['version']"),
+            "a later page carries the same id and version with another payload, and you"
+            " assert the stored payload stayed",
+        ),
+        LaidOver(
+            "every_write_counted_as_applied",
+            "every valid item counts as applied, even one already stored at that version",
+            over(
+                "upsert_item",
+                "def upsert_item(conn, tenant, source, item):\n"
+                "    under(conn, tenant, source, item)\n"
+                "    return 'applied'\n",
+            ),
+            "the same items come again under the next cursor and you assert they count as"
+            " unchanged",
+        ),
+        LaidOver(
+            "version_check_dropped",
+            "an older version of an item overwrites a newer one",
+            _replaces_stored("True"),
+            "a stale worker delivers an older version of a stored item",
+        ),
+        LaidOver(
+            "accumulate_instead_of_replace",
+            "item_count adds the page's applied items instead of recounting, so a new version"
+            " of a stored item counts as a new item",
+            _ACCUMULATES,
+            "a page carries a newer version of a stored item and you compare item_count with"
+            " the rows stored",
+        ),
+    )
 }
+
+CONTRACT_VARIANTS: dict[str, tuple[LaidOver, ...]] = {"ingest_page": (), "advance_checkpoint": ()}

@@ -153,6 +153,7 @@ async def waits_on_the_loop(ns: Any) -> None:
             "waits on the event loop: await asyncio.sleep(...), which virtual time makes instant",
             "It waited for real: use await asyncio.sleep(...), never time.sleep(...), which"
             " also freezes every other task on the loop.",
+            cause="sleeps_on_the_event_loop_not_the_thread",  # it fails every check that waits
         )
 
 

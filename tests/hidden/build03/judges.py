@@ -639,7 +639,7 @@ def test_concurrent_loads_write_once(observed: Observed) -> None:
         "the rows inner received",
         steps["written"],
         ids_of(rows),
-        note="Hold an asyncio.Lock across the inner write, so the second load sees the keys.",
+        note="The second load waits until the first has written and remembered its keys.",
     )
     check(
         all(type(r) is int for r in results) and sorted(results) == [0, 2],
@@ -690,7 +690,7 @@ def test_each_sink_remembers_its_own_keys(observed: Observed) -> None:
         f"{call}: the second",
         ok(steps["second"], call),
         2,
-        note="A new sink starts with no keys: create the set in __init__, not on the class.",
+        note="A new sink starts with no keys, whatever other sinks have loaded.",
     )
     equal("the rows inner2 received", steps["second_written"], ids_of(rows))
 

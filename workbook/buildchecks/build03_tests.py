@@ -1,0 +1,160 @@
+"""Build 03's test-writing steps: the seams each learner test tests, the bugs of its
+``catches`` laid over those seams, and what the seams' contract leaves free.
+
+Every bug here wraps the seam through its public interface (``IdempotentSink(inner)``,
+``with_seen``, ``load``; ``with_retry(policy, op)`` and the errors its ``op`` raises), so it is
+the same bug over the learner's code (the self-check) and over the reference (the grader).
+Each has a twin of the same name in the hidden ``mutants.toml``, proven to fail the same
+hidden judges. This module ships to learners: it holds no statement of any answer.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from workbook.layover import LaidOver, over
+
+#: Test-writing steps: the learner's test -> the seams it tests.
+LEARNER_TESTS: dict[str, tuple[str, ...]] = {
+    "test_rerun_writes_zero_new_rows": ("IdempotentSink",),
+    "test_honors_retry_after": ("with_retry",),
+}
+
+
+def _sink_over(load: str) -> str:
+    """A sink laid over the learner's (``under``): same construction, `load` rewritten around
+    theirs (``self._laid_under`` is their sink, ``self._laid_inner`` the destination)."""
+    return "import asyncio as _laid_asyncio\n" + over(
+        "IdempotentSink",
+        "class IdempotentSink:\n"
+        "    def __init__(self, inner, *args, **kwargs):\n"
+        "        self._laid_lock = _laid_asyncio.Lock()\n"
+        "        self._laid_inner = inner\n"
+        "        self._laid_made = (args, kwargs, None)\n"
+        "        self._laid_under = under(inner, *args, **kwargs)\n"
+        "    @classmethod\n"
+        "    def with_seen(cls, inner, keys):\n"
+        "        keys = list(keys)\n"
+        "        made = cls.__new__(cls)\n"
+        "        made._laid_lock = _laid_asyncio.Lock()\n"
+        "        made._laid_inner = inner\n"
+        "        made._laid_made = ((), {}, keys)\n"
+        "        made._laid_under = under.with_seen(inner, keys)\n"
+        "        return made\n"
+        "    async def load(self, rows):\n"
+        "        rows = list(rows)\n"
+        "        async with self._laid_lock:  # loads stay one at a time, as the sink's own\n"
+        + textwrap.indent(load, "            "),
+    )
+
+
+def _retry_over(rewrite: str, *, imports: str = "") -> str:
+    """A `with_retry` laid over the learner's (``under``): each error its `op` raises is
+    rewritten by `rewrite` (which sees ``err``, ``policy``, ``attempt`` and ``wait``, the
+    error's own Retry-After) and raised again, the same object."""
+    return imports + over(
+        "with_retry",
+        "async def with_retry(policy, op):\n"
+        "    attempt = 0\n"
+        "    async def laid_op():\n"
+        "        nonlocal attempt\n"
+        "        attempt += 1\n"
+        "        try:\n"
+        "            return await op()\n"
+        "        except EtlError as err:\n"
+        "            wait = err.retry_after()\n"
+        + textwrap.indent(rewrite, "            ")
+        + "            raise\n"
+        "    return await under(policy, laid_op)\n",
+    )
+
+
+def _answers(wait: str) -> str:
+    """``err.retry_after`` made to answer `wait` (an expression), on that error alone."""
+    return f"err.retry_after = lambda _w=({wait}): _w\n"
+
+
+LAID_OVER: dict[str, LaidOver] = {
+    bug.name: bug
+    for bug in (
+        LaidOver(
+            "sink_forgets_the_keys_it_wrote",
+            "the sink forgets the keys it wrote, so loading the same rows again writes them"
+            " all again",
+            _sink_over(
+                "args, kwargs, keys = self._laid_made\n"
+                "if keys is None:\n"
+                "    fresh = under(self._laid_inner, *args, **kwargs)\n"
+                "else:\n"
+                "    fresh = under.with_seen(self._laid_inner, keys)\n"
+                "return await fresh.load(rows)\n"
+            ),
+            "you load the same rows twice into one sink and count what reached the destination",
+        ),
+        LaidOver(
+            "replay_reports_rows_as_written",
+            "a load with nothing new returns how many rows it was given instead of 0",
+            _sink_over(
+                "written = await self._laid_under.load(rows)\n"
+                "return len(rows) if written == 0 else written\n"
+            ),
+            "you assert that the second load of the same rows returns 0",
+        ),
+        LaidOver(
+            "retry_after_ignored",
+            "with_retry ignores Retry-After and waits the backoff instead",
+            _retry_over(_answers("None")),
+            "the Retry-After you send differs from that attempt's backoff",
+        ),
+        LaidOver(
+            "retry_after_capped_by_max_delay",
+            "with_retry cuts Retry-After down to max_delay",
+            _retry_over("if wait is not None:\n    " + _answers("min(wait, policy.max_delay)")),
+            "the policy's max_delay is below the Retry-After you send (the default policy's"
+            " 10 s cap hides it behind a 5 s Retry-After)",
+        ),
+        LaidOver(
+            "retry_after_added_to_backoff",
+            "with_retry waits the backoff plus Retry-After instead of Retry-After alone",
+            _retry_over(
+                "if wait is not None:\n    " + _answers("wait + backoff_delay(policy, attempt)")
+            ),
+            "you assert that the wait equals the Retry-After exactly",
+        ),
+        LaidOver(
+            "time_sleep_instead_of_asyncio_sleep",
+            "with_retry waits with time.sleep, blocking the event loop, so the wait never"
+            " shows on the loop's clock",
+            _retry_over(
+                "if err.is_transient() and attempt < policy.max_attempts:\n"
+                "    _laid_time.sleep(0.001)  # blocks the loop: no other task runs\n"
+                "    " + _answers("0.0"),
+                imports="import time as _laid_time\n",
+            ),
+            "you measure the wait on the event loop's clock (virtual time)",
+        ),
+    )
+}
+
+#: What the seams' contract leaves free, laid over every second wheat: a test that pins one of
+#: these pins a choice of the implementation, not the contract.
+CONTRACT_VARIANTS: dict[str, tuple[LaidOver, ...]] = {
+    # Nothing new means no call of inner.load at all (the hidden suite pins it), and rows
+    # reach inner in batch order, once: the sink's contract leaves nothing free to see.
+    "IdempotentSink": (),
+    "with_retry": (
+        LaidOver(
+            "each_attempt_a_loop_turn_later",
+            "each attempt starts one event-loop turn later (no virtual time passes)",
+            "import asyncio as _laid_asyncio\n"
+            + over(
+                "with_retry",
+                "async def with_retry(policy, op):\n"
+                "    async def later():\n"
+                "        await _laid_asyncio.sleep(0)\n"
+                "        return await op()\n"
+                "    return await under(policy, later)\n",
+            ),
+        ),
+    ),
+}
