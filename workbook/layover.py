@@ -8,8 +8,8 @@ Both halves are defined here once, as source text run after the code under test:
   cross it), never by editing its body, so the same bug lies over the learner's code in the
   self-check and over the reference at grading. It holds no statement that completes a stub.
 - a **wheat** is a correct implementation. The self-check makes a second one from the
-  learner's own code (`same_behaviour`: locals renamed, recompiled, every function of the
-  tested seams behind a wrapper), and both sides lay the seam's *contract variants* over it
+  learner's own code (`same_behaviour`: locals renamed, recompiled, every function and method
+  the answers define behind a wrapper), and both sides lay the seam's *contract variants* over it
   (wrappers that change only what the contract leaves free). A test that pins byte code,
   constants, source text, identity or a free behaviour fails a wheat, and earns nothing.
 
@@ -96,6 +96,20 @@ del __wrap_seams__
 def wrap_seams(seams: Sequence[str]) -> str:
     """Source that puts every function of `seams` behind a behaviour-preserving wrapper."""
     return _WRAP_SEAMS.replace("{names!r}", repr(list(seams)))
+
+
+def defined_names(texts: Sequence[str]) -> list[str]:
+    """The functions and classes `texts` (answer cells) define at their top level, in order."""
+    names: list[str] = []
+    for text in texts:
+        try:
+            tree = parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.append(node.name)
+    return list(dict.fromkeys(names))
 
 
 def same_behaviour(text: str, seams: Sequence[str]) -> str:

@@ -36,7 +36,7 @@ from typing import Any
 
 from workbook import fixedhypothesis, vtime
 from workbook.feedback import cut
-from workbook.layover import LaidOver, same_behaviour, wrap_seams
+from workbook.layover import LaidOver, defined_names, same_behaviour, wrap_seams
 from workbook.modules import execute, fresh_module, registered
 from workbook.mutation import Mutant, mutants
 
@@ -166,14 +166,13 @@ def _configure_hypothesis(max_examples: int) -> None:
         fixedhypothesis.load(max_examples)
 
 
-def _variant(sources: Sources, seams: Sequence[str] | None, contract: str) -> tuple[list[str], str]:
-    """The second wheat made of the learner's own code: the answers with the seams' locals
-    renamed, recompiled, each seam's functions behind a wrapper, and the contract variants
-    laid over; as (answers, text run after them)."""
-    if not seams:
-        return list(sources.answers), contract
-    answers = [same_behaviour(text, seams) for text in sources.answers]
-    return answers, wrap_seams(seams) + "\n" + contract
+def _variant(sources: Sources, contract: str) -> tuple[list[str], str]:
+    """The second wheat made of the learner's own code: the answers with every function's
+    locals renamed, recompiled, every function and method they define behind a wrapper, and
+    the contract variants laid over; as (answers, text run after them)."""
+    names = defined_names(sources.answers)
+    answers = [same_behaviour(text, names) for text in sources.answers]
+    return answers, wrap_seams(names) + "\n" + contract
 
 
 def _executed(fn: Callable[[], Any], cells: set[str]) -> tuple[bool, str, set[tuple[str, int]]]:
@@ -208,7 +207,6 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             int(job.get("max_examples", fixedhypothesis.DEFAULT_EXAMPLES))
         )  # its import costs 0.7 s
     names: list[str] = job["names"]
-    seams: list[str] | None = job.get("seams")
     reports = {
         n: LearnerTestReport(n, passes=False, message="not defined in a test cell") for n in names
     }
@@ -226,7 +224,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     passing = [n for n in own if reports[n].passes]
     if not passing:
         return [asdict(r) for r in reports.values()]
-    answers, after = _variant(sources, seams, str(job.get("contract", "")))
+    answers, after = _variant(sources, str(job.get("contract", "")))
     wheats = [(list(sources.answers), ""), (answers, after)]
     try:
         second = _tests(_build(sources, answers, after), passing)

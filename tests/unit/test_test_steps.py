@@ -89,8 +89,8 @@ def test_steps_gates_and_sabotage_are_per_seam() -> None:
     names = [b.name for b in teststep.bugs_of("03", "test_honors_retry_after")]
     assert names[0] == "retry_after_ignored"
     assert teststep.contract_of("03", REPLAY) == []
-    assert [c.name for c in teststep.contract_of("03", "test_honors_retry_after")] == [
-        "each_attempt_a_loop_turn_later"
+    assert [c.name for c in teststep.contract_of("07", FIXED_POINT)] == [
+        "rows_kept_by_key_descending"
     ]
     with pytest.raises(KeyError):
         teststep.seams_of("03", "test_nothing")

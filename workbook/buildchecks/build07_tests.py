@@ -6,9 +6,9 @@ arguments, the outcome), whatever their bodies: the compare of the checkpoint's
 compare-and-set, the version of the upsert, the rollback of a losing page, the recount. A
 connection handed on is wrapped (`_LaidConnection`) where a bug must act inside the page's own
 transaction, so the commits a store shows are those of the bug's twin in the hidden
-``mutants.toml``. The contract leaves nothing of the store free that a test can see without
-pinning the implementation (row order without ORDER BY is free, but changing it would cost a
-commit), so there is no contract variant. This module ships to learners: no answer is here.
+``mutants.toml``. The one thing the contract leaves free that a test can see is the order of
+rows a query without ORDER BY returns: the contract variant changes it. This module ships to
+learners: no answer is here.
 """
 
 from __future__ import annotations
@@ -218,4 +218,28 @@ LAID_OVER: dict[str, LaidOver] = {
     )
 }
 
-CONTRACT_VARIANTS: dict[str, tuple[LaidOver, ...]] = {"ingest_page": (), "advance_checkpoint": ()}
+#: Rows come back in the order a query asks for, and in no order without ORDER BY: a store
+#: may keep them in any. This one keeps them by key, descending (rewritten inside each page's
+#: own transaction: no commit more), so a test that reads them unordered fails here.
+_ROWS_REORDERED = _CONNECTION + _page(
+    "    def reorder(real):\n"
+    "        real.execute('CREATE TEMP TABLE IF NOT EXISTS _laid_rows AS SELECT * FROM items"
+    " WHERE 0')\n"
+    "        real.execute('INSERT INTO _laid_rows SELECT * FROM items"
+    " ORDER BY tenant DESC, source DESC, item_id DESC')\n"
+    "        real.execute('DELETE FROM items')\n"
+    "        real.execute('INSERT INTO items SELECT * FROM _laid_rows')\n"
+    "        real.execute('DELETE FROM _laid_rows')\n"
+    "    return laid_page(_LaidConnection(conn, before_commit=reorder))\n"
+)
+
+CONTRACT_VARIANTS: dict[str, tuple[LaidOver, ...]] = {
+    "ingest_page": (
+        LaidOver(
+            "rows_kept_by_key_descending",
+            "the store keeps its rows by key, descending (a SELECT without ORDER BY sees it)",
+            _ROWS_REORDERED,
+        ),
+    ),
+    "advance_checkpoint": (),
+}
