@@ -162,7 +162,7 @@ def verdict(build: str, name: str, report: LearnerTestReport) -> Verdict:
 def _verdict(checks: str | None) -> str:
     """What the step's visible checks said of a surviving mutant."""
     if checks == "fail":
-        return ": a real bug (this step's checks fail on it)"
+        return " (a bug, which the step's own checks catch)"
     return ""
 
 
@@ -196,7 +196,7 @@ def step_report(build: str, name: str, report: LearnerTestReport) -> str:
             lines.append(f"  ✗ still passes when {bug.words}: it shows when {bug.visible_when}")
     shown = report.survivors[:SHOWN_SURVIVORS] if got.done else []
     if shown:
-        lines.append("  Advice (not graded): lines your test ran that it lets change:")
+        lines.append("  Advice, not graded: changes to lines your test ran that it lets through:")
     for survivor in shown:
         lines.append(f"    - {survivor['description']}{_verdict(survivor.get('checks'))}")
     if got.done:

@@ -1,7 +1,8 @@
-"""Build 03's test-writing step as issue 14 walks it, in JupyterLab: the learner writes a weak
-replay test (it checks the write, not the replay), runs the self-check under it and sees the
-"remove the key" sabotage survive and mutants named; strengthens the test, runs the self-check
-again and sees the sabotage caught and the step done.
+"""Build 03's test-writing step as a learner walks it in JupyterLab (issues 14 and 24): with
+every answer right and the replay test unwritten, the "All together" cell says the build is not
+done and names the test; a weak replay test (it checks the write, not the replay) is told, in
+words, the behaviour it misses and its points; the strong one is told the step is done, and the
+"All together" cell then counts it.
 
 The notebook is a copy of the exercise (in its own folder) whose answer cells hold the
 solution's answers, so every seam passes its visible checks and the step runs; the two tests
@@ -72,6 +73,12 @@ def replay_cell(path: Path) -> int:
     )
 
 
+def together_cell(path: Path) -> int:
+    """The "All together" cell: the self-check of the whole build."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return next(i for i, c in enumerate(cells) if 'selfcheck("03")' in "".join(c["source"]))
+
+
 def attempt(nb: OpenNotebook, cell: int, code: str) -> str:
     """Type `code` over the test cell, run it, run the self-check cell under it: its report."""
     set_source(nb, cell, code)
@@ -84,21 +91,24 @@ def attempt(nb: OpenNotebook, cell: int, code: str) -> str:
 
 def test_weak_replay_test_then_strong(open_notebook: Callable[[Path], OpenNotebook]) -> None:
     path = prepared()
-    cell = replay_cell(path)
+    cell, together = replay_cell(path), together_cell(path)
     nb = open_notebook(path)
     nb.run_all()  # setup, every answer, and the stubs' "not written yet"
     assert f"{REPLAY} is not written yet" in nb.output_text(cell + 1)
+    unwritten = nb.output_text(together)
+    assert f"· {REPLAY}  [not done]" in unwritten, unwritten
+    assert "Every step of this build is done" not in unwritten, unwritten
 
     weak = attempt(nb, cell, WEAK)
     assert "✓ passes on your code" in weak, weak
     assert f"✗ still passes when {SABOTAGE}" in weak, weak
-    # A surviving mutant is named, in words (a deleted line of the sink, ...).
-    survivors = weak.split("Mutants your test lets through", 1)
-    assert len(survivors) == 2 and "\n    - " in survivors[1], weak
-    assert "Not done" in weak, weak
+    assert "it shows when you load the same rows twice into one sink" in weak, weak
+    assert "Not done (0 of 3 points)" in weak, weak
     nb.screenshot("learner_tests_weak_replay_test", nb.cells.nth(cell + 1))
 
     strong = attempt(nb, cell, STRONG)
     assert f"✓ fails, as it should, when {SABOTAGE}" in strong, strong
-    assert "✗" not in strong and "This step is done" in strong, strong
+    assert "✗" not in strong and "This step is done (3 of 3 points)" in strong, strong
     nb.screenshot("learner_tests_strong_replay_test", nb.cells.nth(cell + 1))
+    counted = run_cell(nb, together, timeout_ms=60_000)
+    assert f"✓ {REPLAY}" in counted, counted

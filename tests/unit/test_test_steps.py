@@ -156,7 +156,7 @@ def test_advice_is_only_lines_the_test_ran_and_says_what_the_checks_think() -> N
     # behaves like the solution (`open` takes a str): it is advice, never the verdict.
     solution_05 = SOLUTION.parent / "05_build_paginated_source.ipynb"
     text = report(solution_05, None, name="test_second_run_writes_nothing", build="05")
-    assert "Advice (not graded)" in text and "deleted `path = Path(path)`" in text, text
+    assert "Advice, not graded" in text and "deleted `path = Path(path)`" in text, text
     assert "This step is done" in text
     # A weak test gets no advice: the bugs it misses come first.
     assert "Advice" not in report(SOLUTION, WEAK)
