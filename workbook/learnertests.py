@@ -219,8 +219,12 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     first = len(sources.setup) + 1
     cells = {f"<cell {first + i}>" for i in range(len(sources.answers))}
     ran: dict[str, set[tuple[str, int]]] = {}
+    advice = bool(job.get("advice", True))
     for name, fn in own.items():
-        reports[name].passes, reports[name].message, ran[name] = _executed(fn, cells)
+        if advice:
+            reports[name].passes, reports[name].message, ran[name] = _executed(fn, cells)
+        else:
+            reports[name].passes, reports[name].message = _run(fn, OWN_SECONDS)
     passing = [n for n in own if reports[n].passes]
     if not passing:
         return [asdict(r) for r in reports.values()]
@@ -254,7 +258,8 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             for name in still:
                 if name in broken and _run(broken[name])[0]:
                     reports[name].caught[bug["name"]] = False
-    _advise(job, sources, judged, reports, ran)
+    if advice:
+        _advise(job, sources, judged, reports, ran)
     return [asdict(r) for r in reports.values()]
 
 
@@ -328,12 +333,14 @@ def check(
     max_mutants: int = MAX_MUTANTS,
     timeout: float = 30.0,
     judge: tuple[str, Sequence[str]] | None = None,
+    advice: bool = True,
 ) -> list[LearnerTestReport]:
     """Run the learner tests `names` on their code and its mutants (inside `seams`, the
     top-level definitions under test) in a fresh interpreter; one report per name. `judge`:
     (build, steps) whose visible checks meet each test's first advice survivors, so a report can
     tell a bug the test misses (the checks fail on it) from a mutant that may behave exactly
-    like the learner's code (they pass)."""
+    like the learner's code (they pass). Without `advice` no generic mutant runs: the verdict
+    alone, as `make progress` needs it."""
     job = {
         "setup": list(sources.setup),
         "answers": list(sources.answers),
@@ -345,6 +352,7 @@ def check(
         "max_examples": max_examples,
         "max_mutants": max_mutants,
         "judge": None if judge is None else {"build": judge[0], "steps": list(judge[1])},
+        "advice": advice,
     }
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     try:

@@ -115,8 +115,9 @@ def max_examples(build: str, name: str) -> int:
         return DEFAULT_EXAMPLES
 
 
-def run_step(build: str, name: str, sources: Sources) -> LearnerTestReport:
-    """Test `name` on the learner's code and its second wheat, with each bug laid over."""
+def run_step(build: str, name: str, sources: Sources, *, advice: bool = True) -> LearnerTestReport:
+    """Test `name` on the learner's code and its second wheat, with each bug laid over; with
+    `advice`, generic mutants of the lines it ran too."""
     seams = seams_of(build, name)
     caps: dict[str, int] = getattr(learner_side(build), "MAX_MUTANTS_OF", {})
     (report,) = check(
@@ -128,6 +129,7 @@ def run_step(build: str, name: str, sources: Sources) -> LearnerTestReport:
         max_examples=max_examples(build, name),
         max_mutants=caps.get(name, MAX_MUTANTS),
         judge=(build, gate(_buildchecks(build).CHECKS, seams)),
+        advice=advice,
     )
     return report
 
@@ -215,7 +217,7 @@ def step_report(build: str, name: str, report: LearnerTestReport) -> str:
 
 def result(build: str, name: str, sources: Sources) -> CheckResult:
     """Test `name` as one check of its build: passed exactly when it earns full points."""
-    report = run_step(build, name, sources)
+    report = run_step(build, name, sources, advice=False)
     got = verdict(build, name, report)
     if got.done:
         return CheckResult(name, "test", "passed")

@@ -9,23 +9,28 @@ grade. Every change detector earns 0 on both sides because it fails a wheat.
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Iterator
 from functools import cache
+from pathlib import Path
 
 import pytest
 
 from grader import Runner, load_suite
 from grader.results import TestResult
 from grader.wheats import TestCells, grade_learner_tests
-from tests.grading.learner_corpus import CASES, Case
+from tests.grading.learner_corpus import CASES, REPLAY, Case
 from workbook import teststep
 from workbook.export import TESTS_PREAMBLE
 from workbook.learnertests import Sources
 from workbook.manifest import load_manifest, repo_root
+from workbook.progress import build_report
 
 ROOT = repo_root()
 MANIFEST = load_manifest()
 CHANGE_DETECTORS = ("bytecode", "constants", "source_text")
+NOTEBOOK = "03_build_retry_and_sink.ipynb"
 
 pytestmark = pytest.mark.slow
 
@@ -68,3 +73,31 @@ def test_the_grader_and_the_self_check_agree_on_the_expected_points(
         # reference or the second implementation there.
         assert not report.passes or report.wheat_failure, report
         assert "correct implementation" in result.message, result.message
+
+
+AGREEMENT = ("unwritten", "no_key", "misses_replay_count", "good_recorder")
+
+
+@pytest.mark.parametrize("label", AGREEMENT)
+def test_make_progress_and_the_learners_make_check_say_what_the_self_check_says(
+    tmp_path: Path, label: str
+) -> None:
+    """Build 03 with every answer right and one corpus test written, read as saved: `make
+    progress` (and the learner's `make check`, which prints the same verdict) counts the test
+    done exactly when the self-check and the grader give it full points."""
+    case = next(c for c in CASES if c.test == REPLAY and c.label == label)
+    shutil.copy(ROOT / "workbook.toml", tmp_path / "workbook.toml")
+    notebook = json.loads((ROOT / "solutions" / NOTEBOOK).read_text(encoding="utf-8"))
+    for cell in notebook["cells"]:
+        if f"def {REPLAY}" in "".join(cell["source"]) and "test" in cell["metadata"]["tags"]:
+            cell["source"] = case.body
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "exercises" / NOTEBOOK).write_text(json.dumps(notebook), encoding="utf-8")
+    manifest = load_manifest(tmp_path / "workbook.toml")
+    report = build_report(manifest, manifest.entry("03"), cached=False)
+    step = next(r for r in report.results if r.name == REPLAY)
+    full = case.points == MANIFEST.entry("03").learner_tests[0].points
+    assert step.passed == full, step
+    assert report.verdict == ("done" if full else f"failing: {REPLAY}"), report.verdict
+    if not full:
+        assert f"{case.points} of 3 points" in step.message or "not written" in step.message
