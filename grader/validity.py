@@ -263,7 +263,8 @@ def laid_over_lines(
     )
     try:
         laid = teststep.learner_side(entry.number).LAID_OVER
-        second = f"{reference}\n{second_wheat(root, entry.number)}\n{contract}\n"
+        neutral = teststep.neutral_of(entry.number)
+        second = f"{reference}\n{second_wheat(root, entry.number)}\n{contract}\n{neutral}\n"
     except (ImportError, OSError) as exc:
         return [Line("wheats", False, f"cannot be read: {exc}")]
     lines = []
@@ -271,7 +272,8 @@ def laid_over_lines(
     if unknown:
         why = [f"{n}: no laid-over bug, or no twin in mutants.toml that applies" for n in unknown]
         return [Line("laid-over bugs", False, "missing", why)]
-    tasks = [("wheat", second)] + [(n, f"{reference}\n{laid[n].source}") for n in names]
+    # As graded: the neutral layers under each bug.
+    tasks = [("wheat", second)] + [(n, f"{reference}\n{neutral}\n{laid[n].source}") for n in names]
 
     def grade(runner: Runner, task: tuple[str, str]) -> SubmissionResult:
         label, text = task

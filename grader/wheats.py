@@ -216,10 +216,14 @@ class _Grading:
         try:
             bugs = {b.name: b for b in teststep.bugs_of(self.build, spec.name)}
             contract = "\n".join(c.source for c in teststep.contract_of(self.build, spec.name))
+            neutral = teststep.neutral_of(self.build)
         except (KeyError, ImportError) as exc:
             fault = f"grader error: the laid-over bugs of {spec.name}: {cut(str(exc))}"
             return _result(spec, 0, fault, Outcome.GRADER_FAULT)
-        wheats = [self.reference, f"{self.reference}\n{self.second}\n{contract}\n"]
+        wheats = [
+            f"{self.reference}\n{neutral}\n",
+            f"{self.reference}\n{self.second}\n{contract}\n{neutral}\n",
+        ]
         for label, wheat in zip((WHEAT, SECOND_WHEAT), wheats, strict=True):
             ran = self._run(wheat, spec)
             if ran.get("status") == "load failed":

@@ -39,6 +39,38 @@ class LaidOver:
     source: str
     visible_when: str = ""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source", seal(self.source))
+
+
+#: The name of the function every layer runs in (see `seal`).
+LAYER = "_laid_layer"
+
+
+def seal(text: str) -> str:
+    """`text` run inside a function of its own, so that the only module names it leaves are
+    the names it rebinds (the seams), each bound first to what the module holds: a layer's
+    helpers (imports, classes, counters) never show among a module's names, and every layer,
+    a bug or a neutral one, leaves the same names behind. Sealing twice changes nothing."""
+    if text.startswith(f"def {LAYER}():"):
+        return text
+    text = text if text.endswith("\n") else text + "\n"
+    tree = parse(text)
+    bound: list[str] = []
+    for node in tree.body:
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.append(node.name)
+        bound.extend(t.id for t in targets if isinstance(t, ast.Name))
+    seams = [n for n in dict.fromkeys(bound) if not n.lower().startswith(("_laid", "__"))]
+    head = "".join(f"    {n} = globals().get({n!r})\n" for n in seams)
+    out = ", ".join(f"{n!r}: {n}" for n in seams)
+    body = textwrap.indent(text, "    ")
+    tail = f"    return {{{out}}}\nglobals().update({LAYER}())\ndel {LAYER}\n"
+    return f"def {LAYER}():\n{head}{body}{tail}"
+
 
 def over(name: str, definition: str) -> str:
     """Source that rebinds `name` to what `definition` defines under that name; there,

@@ -229,18 +229,22 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     if not passing:
         return [asdict(r) for r in reports.values()]
     answers, after = _variant(sources, str(job.get("contract", "")))
-    wheats = [(list(sources.answers), ""), (answers, after)]
+    neutral = str(job.get("neutral", ""))
+    wheats = [(list(sources.answers), neutral), (answers, f"{after}\n{neutral}")]
     try:
-        second = _tests(_build(sources, answers, after), passing)
+        plain = _tests(_build(sources, *wheats[0]), passing) if neutral else own
+        rewritten = _tests(_build(sources, *wheats[1]), passing)
     except BaseException as exc:  # ours to fix, or code that reads its own text
-        second = {}
+        plain = rewritten = {}
         why = cut(f"{type(exc).__name__}: {exc}")
     else:
         why = "not defined"
     for name in passing:
-        ok, message = _run(second[name], OWN_SECONDS) if name in second else (False, why)
-        if not ok:
-            reports[name].wheat_failure = message
+        for made in (plain, rewritten):
+            ok, message = _run(made[name], OWN_SECONDS) if name in made else (False, why)
+            if not ok:
+                reports[name].wheat_failure = message
+                break
     judged = [n for n in passing if not reports[n].wheat_failure]
     for bug in job.get("bugs", []):
         for name in judged:
@@ -329,6 +333,7 @@ def check(
     seams: Sequence[str] | None = None,
     bugs: Sequence[LaidOver] = (),
     contract: Sequence[LaidOver] = (),
+    neutral: str = "",
     max_examples: int = fixedhypothesis.DEFAULT_EXAMPLES,
     max_mutants: int = MAX_MUTANTS,
     timeout: float = 30.0,
@@ -349,6 +354,7 @@ def check(
         "seams": list(seams) if seams else None,
         "bugs": [asdict(b) for b in bugs],
         "contract": "\n".join(c.source for c in contract),
+        "neutral": neutral,
         "max_examples": max_examples,
         "max_mutants": max_mutants,
         "judge": None if judge is None else {"build": judge[0], "steps": list(judge[1])},

@@ -81,6 +81,12 @@ def contract_of(build: str, name: str) -> list[LaidOver]:
     return [v for seam in seams_of(build, name) for v in variants.get(seam, ())]
 
 
+def neutral_of(build: str) -> str:
+    """The build's neutral layers (``NEUTRAL``): laid over every wheat, under every bug."""
+    layers: tuple[LaidOver, ...] = getattr(learner_side(build), "NEUTRAL", ())
+    return "\n".join(layer.source for layer in layers)
+
+
 def gate(checks: Checks, seams: Sequence[str]) -> list[str]:
     """The steps whose visible checks must pass first: those named like a seam (``sink`` for
     ``IdempotentSink``); every step when none is."""
@@ -126,6 +132,7 @@ def run_step(build: str, name: str, sources: Sources, *, advice: bool = True) ->
         seams=list(seams),
         bugs=bugs_of(build, name),
         contract=contract_of(build, name),
+        neutral=neutral_of(build),
         max_examples=max_examples(build, name),
         max_mutants=caps.get(name, MAX_MUTANTS),
         judge=(build, gate(_buildchecks(build).CHECKS, seams)),

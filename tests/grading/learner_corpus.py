@@ -1703,7 +1703,42 @@ _MACHINE_CASES = (
     ),
 )
 
+# --- hostile: tests that look for the bug's layer instead of its behaviour -------------------
+# Every run, wheat or chaff, holds one layer per seam of the same shape (`NEUTRAL`), sealed so
+# that no helper name shows: a test that tells them apart by name or qualified name fails a
+# wheat.
+
+_LAYER_CASES = (
+    Case(
+        "03",
+        REPLAY,
+        "layer_names",
+        _cell("""
+            async def test_rerun_writes_zero_new_rows():
+                names = [n for n in globals() if "laid" in n.lower()]
+                assert not names  # "no bug laid over": a chaff would show its helpers
+                sink = IdempotentSink(MemorySink())
+                assert await sink.load([Row("Alpha", 1.0)]) == 1
+        """).replace("async def", "from etl import MemorySink\n\n\nasync def", 1),
+        0,
+        "passes only where no layer left a name: every layer is sealed, so it catches nothing",
+    ),
+    Case(
+        "03",
+        RETRY,
+        "layer_qualname",
+        _cell("""
+            async def test_honors_retry_after():
+                assert with_retry.__qualname__ == "with_retry"  # "the code as written"
+                assert await with_retry(RetryPolicy(), lambda: asyncio.sleep(0, "ok")) == "ok"
+        """),
+        0,
+        "pins the seam's qualified name: every wheat holds a layer too, so it fails a wheat",
+    ),
+)
+
 CASES: tuple[Case, ...] = (
+    *_LAYER_CASES,
     *_REPLAY_CASES,
     *_RETRY_CASES,
     *_SECOND_RUN_CASES,

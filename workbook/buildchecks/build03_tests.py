@@ -147,3 +147,15 @@ CONTRACT_VARIANTS: dict[str, tuple[LaidOver, ...]] = {
     # wait: the variant would punish a fair test, so with_retry has none.
     "with_retry": (),
 }
+
+#: The same layers with nothing changed, laid over every wheat and under every bug: each run
+#: then holds one layer per seam of the same shape, so no name or qualified name tells a
+#: wheat from a bug (only reading the layers' own code could).
+NEUTRAL: tuple[LaidOver, ...] = (
+    LaidOver(
+        "sink_as_it_is",
+        "the sink as it is",
+        _sink_over("return await self._laid_under.load(rows)\n"),
+    ),
+    LaidOver("retry_as_it_is", "with_retry as it is", _retry_over("")),
+)

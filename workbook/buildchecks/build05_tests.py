@@ -55,3 +55,17 @@ LAID_OVER: dict[str, LaidOver] = {
 }
 
 CONTRACT_VARIANTS: dict[str, tuple[LaidOver, ...]] = {"ingest": ()}
+
+#: `ingest` with nothing changed, laid over every wheat and under every bug, so that each run
+#: holds one layer of the same shape (see build 03's).
+NEUTRAL: tuple[LaidOver, ...] = (
+    LaidOver(
+        "ingest_as_it_is",
+        "ingest as it is",
+        "import pathlib as _laid_pathlib\n"
+        + over(
+            "ingest",
+            "async def ingest(source, path):\n    return await under(source, path)\n",
+        ),
+    ),
+)

@@ -243,3 +243,24 @@ CONTRACT_VARIANTS: dict[str, tuple[LaidOver, ...]] = {
     ),
     "advance_checkpoint": (),
 }
+
+#: The seams with nothing changed, laid over every wheat and under every bug, so that each run
+#: holds one layer of the same shape on each (see build 03's).
+NEUTRAL: tuple[LaidOver, ...] = (
+    LaidOver(
+        "seams_as_they_are",
+        "the seams as they are",
+        _CONNECTION
+        + over(
+            "advance_checkpoint",
+            "def advance_checkpoint(conn, tenant, source, expected_cursor, next_cursor):\n"
+            "    return under(conn, tenant, source, expected_cursor, next_cursor)\n",
+        )
+        + over(
+            "upsert_item",
+            "def upsert_item(conn, tenant, source, item):\n"
+            "    return under(conn, tenant, source, item)\n",
+        )
+        + _page("    return laid_page(_LaidConnection(conn))\n"),
+    ),
+)
