@@ -146,6 +146,14 @@ class Private:
     source: str
     seams: dict[str, str]
 
+    def take_source(self) -> str:
+        """The submission's text, handed over once: the field is emptied (frozen or not), so
+        that no frame up the learner's stack (the worker's, which holds this object) keeps the
+        text a test could read: a wheat's or chaff's whole code, at grading."""
+        source = self.source
+        object.__setattr__(self, "source", "")
+        return source
+
     def to_json(self) -> bytes:
         return json.dumps(asdict(self)).encode()
 

@@ -264,7 +264,9 @@ def laid_over_lines(
     try:
         laid = teststep.learner_side(entry.number).LAID_OVER
         neutral = teststep.neutral_of(entry.number)
-        second = f"{reference}\n{second_wheat(root, entry.number)}\n{contract}\n{neutral}\n"
+        second = (
+            f"{reference}\n{second_wheat(root, entry.number)}\n{contract}\n{neutral}\n{neutral}\n"
+        )
     except (ImportError, OSError) as exc:
         return [Line("wheats", False, f"cannot be read: {exc}")]
     lines = []

@@ -46,7 +46,7 @@ from workbook import teststep
 from workbook.errors import WorkbookError
 from workbook.export import export_source, export_tests, test_cells
 from workbook.feedback import cut
-from workbook.layover import score
+from workbook.layover import RUN_SECONDS, score
 from workbook.manifest import Entry, LearnerTestSpec
 from workbook.modules import parse
 
@@ -56,8 +56,9 @@ if TYPE_CHECKING:
 #: The first line of an export names the notebook file: only a comment, so the same cells
 #: under another file name are the same submission (one cache entry).
 HEADER = re.compile(r"\A# Exported from .*")
-#: Real seconds one learner test may take on one variant (hypothesis included).
-TEST_SECONDS = 3.0
+#: Real seconds one learner test may take on one variant (hypothesis included): the
+#: self-check's own limit, so both sides judge a slow test alike.
+TEST_SECONDS = RUN_SECONDS
 WHEAT = "the reference"
 SECOND_WHEAT = "a second one, written differently"
 
@@ -224,8 +225,10 @@ class _Grading:
             f"{self.reference}\n{neutral}\n",
             f"{self.reference}\n{self.second}\n{contract}\n{neutral}\n",
         ]
+        # Two layers on every seam of every run: a wheat two neutral ones, a chaff one and its
+        # bug, so not even how deep the wrappers go tells them apart.
         for label, wheat in zip((WHEAT, SECOND_WHEAT), wheats, strict=True):
-            ran = self._run(wheat, spec)
+            ran = self._run(f"{wheat}{neutral}\n", spec)
             if ran.get("status") == "load failed":
                 error = cut(str(ran.get("error")))
                 lost = f"grader error: {label} did not load: {error}"

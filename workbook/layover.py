@@ -27,6 +27,11 @@ from dataclasses import dataclass, field
 
 from workbook.modules import parse
 
+#: Real seconds one learner test may take on one variant, wheat or chaff, on both sides: past
+#: it the run is "not passed" (on a wheat the test loses its points, on a chaff the bug counts
+#: as caught), so the self-check and the grader must draw the line at the same place.
+RUN_SECONDS = 3.0
+
 
 @dataclass(frozen=True)
 class LaidOver:

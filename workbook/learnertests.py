@@ -36,15 +36,15 @@ from typing import Any
 
 from workbook import fixedhypothesis, vtime
 from workbook.feedback import cut
-from workbook.layover import LaidOver, defined_names, same_behaviour, wrap_seams
+from workbook.layover import RUN_SECONDS, LaidOver, defined_names, same_behaviour, wrap_seams
 from workbook.modules import execute, fresh_module, registered
 from workbook.mutation import Mutant, mutants
 
-#: Real seconds one test may take on one mutant before it counts as caught (it hung).
+#: Real seconds one test may take on a generic mutant (advice only) before it counts as caught.
 TEST_SECONDS = 0.5
-#: Real seconds on the learner's own code, which is right: room for a cold start (Hypothesis's
-#: first run costs 0.2 s, three times that on a busy machine) without calling the test wrong.
-OWN_SECONDS = 2.0
+#: Real seconds on a wheat or with a bug laid over: the grader's own limit, so a slow test is
+#: judged alike on both sides (a run past it is "not passed" there too).
+OWN_SECONDS = RUN_SECONDS
 #: Mutants tried per test at most: the self-check must answer in about two seconds.
 MAX_MUTANTS = 60
 #: Survivors per test put to the step's visible checks (the report shows this many), the real
@@ -109,8 +109,13 @@ def _module(
 ) -> types.ModuleType:
     module = fresh_module("learner_tests_subject")
     with registered(module):
-        cells = (*sources.setup, *answers, extra, *(sources.tests if tests else ()))
-        for i, text in enumerate(cells):
+        code = (*sources.setup, *answers, extra)
+        for i, text in enumerate(code):
+            if text:
+                execute(module, text, f"<cell {i + 1}>")
+        # As in a grading worker: the test cells start from the same seed on every variant.
+        random.seed(fixedhypothesis.SEED)
+        for i, text in enumerate(sources.tests if tests else (), len(code)):
             if text:
                 execute(module, text, f"<cell {i + 1}>")
     return module
@@ -230,10 +235,13 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
         return [asdict(r) for r in reports.values()]
     answers, after = _variant(sources, str(job.get("contract", "")))
     neutral = str(job.get("neutral", ""))
+    # Each run holds two layers on every seam: a wheat two neutral ones, a chaff one and its
+    # bug, so not even how deep the wrappers go tells them apart.
     wheats = [(list(sources.answers), neutral), (answers, f"{after}\n{neutral}")]
+    twice = [(a, f"{after}\n{neutral}") for a, after in wheats] if neutral else wheats
     try:
-        plain = _tests(_build(sources, *wheats[0]), passing) if neutral else own
-        rewritten = _tests(_build(sources, *wheats[1]), passing)
+        plain = _tests(_build(sources, *twice[0]), passing) if neutral else own
+        rewritten = _tests(_build(sources, *twice[1]), passing)
     except BaseException as exc:  # ours to fix, or code that reads its own text
         plain = rewritten = {}
         why = cut(f"{type(exc).__name__}: {exc}")
@@ -260,7 +268,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             except BaseException:
                 broken = {}  # the bug does not even load over this code: caught
             for name in still:
-                if name in broken and _run(broken[name])[0]:
+                if name in broken and _run(broken[name], OWN_SECONDS)[0]:
                     reports[name].caught[bug["name"]] = False
     if advice:
         _advise(job, sources, judged, reports, ran)

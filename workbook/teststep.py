@@ -264,8 +264,8 @@ def results(build: str, sources: Sources, checked: Sequence[CheckResult]) -> lis
         failing = [r.name for r in checked if r.step in steps and not r.passed]
         if failing:
             why = (
-                f"not tried yet: the checks of step {', '.join(steps)} must pass first"
-                f" ({', '.join(failing[:3])})"
+                f"not done yet: your test is tried once the checks of step {', '.join(steps)}"
+                f" pass ({', '.join(failing[:3])} do not yet)"
             )
             out.append(CheckResult(spec.name, "test", "not done", why))
         else:

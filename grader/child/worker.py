@@ -188,7 +188,7 @@ def _learner(
     os.close(status)
     try:
         setup = time.perf_counter() - started
-        code = _run(job, probes, _Channel(fds.results), private.source, limits, setup)
+        code = _run(job, probes, _Channel(fds.results), private.take_source(), limits, setup)
     except BaseException:  # the runner sees the exit code and the events
         code = CRASHED
     finally:
@@ -239,6 +239,7 @@ def _run(
         del sys.modules[name]
     guard_blocking_sleep()
     module = _load(source, channel, limits, setup)
+    del source  # nothing up the stack of the learner's code holds the text it was made from
     if module is None:
         return 0
     for name, fn in chosen:

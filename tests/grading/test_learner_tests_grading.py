@@ -422,3 +422,35 @@ def test_test_cells_export_apart_and_never_with_the_answers(tmp_path: Path) -> N
         check=False,
     )
     assert none.returncode == 2 and "no cell tagged 'test'" in none.stderr
+
+
+#: Reads the variant's text from a frame up its stack, if any frame holds it, and fails where
+#: it finds a bug's own words: a test that tells a chaff by its code, not its behaviour.
+READS_THE_VARIANT = """
+import sys
+
+from etl import MemorySink
+
+
+def texts_up_the_stack():
+    frame, found = sys._getframe(), []
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            found += [value] if isinstance(value, str) else []
+            found += [v for v in getattr(value, "__dict__", {}).values() if isinstance(v, str)]
+        frame = frame.f_back
+    return found
+
+
+async def test_rerun_writes_zero_new_rows():
+    sink = IdempotentSink(MemorySink())
+    assert await sink.load([Row("Alpha", 1.0)]) == 1
+    texts = texts_up_the_stack()
+    assert not any("fresh = under(" in t or "len(rows) if written" in t for t in texts)
+"""
+
+
+def test_no_frame_up_the_stack_holds_the_variants_text(runner: Runner) -> None:
+    result = grade(runner, "03", READS_THE_VARIANT)["test_rerun_writes_zero_new_rows"]
+    assert result.points == 0, result.message
+    assert "still passes when the sink forgets the keys it wrote" in result.message

@@ -92,14 +92,15 @@ def in_copy(copy: Path, *args: str, timeout: float = 600) -> subprocess.Complete
 
 
 def fill_with_solutions(copy: Path) -> list[str]:
-    """Put each solution's answer cells into the copy's exercise, cell for cell."""
+    """Put each solution's answer and test cells into the copy's exercise, cell for cell (a
+    test the learner writes is a step too: no build is done without it)."""
     filled = []
     for entry in BUILDS:
         path = copy / entry.path
         exercise = read_notebook(path)
         solution = read_notebook(ROOT / str(entry.solution))
         for mine, theirs in zip(exercise["cells"], solution["cells"], strict=True):
-            if "answer" in cell_tags(mine):
+            if {"answer", "test"} & set(cell_tags(mine)):
                 mine["source"] = theirs["source"]
         path.write_text(json.dumps(exercise, indent=1, ensure_ascii=False) + "\n")
         filled.append(entry.number)

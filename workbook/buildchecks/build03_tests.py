@@ -41,6 +41,10 @@ def _sink_over(load: str) -> str:
         "        made._laid_made = ((), {}, keys)\n"
         "        made._laid_under = under.with_seen(inner, keys)\n"
         "        return made\n"
+        "    def __getattr__(self, name):  # whatever else the sink offers, as it offers it\n"
+        "        if name.startswith('_laid'):\n"
+        "            raise AttributeError(name)\n"
+        "        return getattr(self._laid_under, name)\n"
         "    async def load(self, rows):\n"
         "        rows = list(rows)\n"
         "        async with self._laid_lock:  # loads stay one at a time, as the sink's own\n"
@@ -50,8 +54,9 @@ def _sink_over(load: str) -> str:
 
 def _retry_over(rewrite: str, *, imports: str = "") -> str:
     """A `with_retry` laid over the learner's (``under``): each error its `op` raises is
-    rewritten by `rewrite` (which sees ``err``, ``policy``, ``attempt`` and ``wait``, the
-    error's own Retry-After) and raised again, the same object."""
+    rewritten by `rewrite` (which sees ``err``, ``policy``, ``attempt`` and ``given``, the
+    error's own Retry-After) and raised again, the same object. It never decides whether to
+    retry: that stays the learner's."""
     return imports + over(
         "with_retry",
         "async def with_retry(policy, op):\n"
@@ -62,7 +67,7 @@ def _retry_over(rewrite: str, *, imports: str = "") -> str:
         "        try:\n"
         "            return await op()\n"
         "        except EtlError as err:\n"
-        "            wait = err.retry_after()\n"
+        "            given = err.retry_after()\n"
         + textwrap.indent(rewrite, "            ")
         + "            raise\n"
         "    return await under(policy, laid_op)\n",
@@ -109,7 +114,7 @@ LAID_OVER: dict[str, LaidOver] = {
         LaidOver(
             "retry_after_capped_by_max_delay",
             "with_retry cuts Retry-After down to max_delay",
-            _retry_over("if wait is not None:\n    " + _answers("min(wait, policy.max_delay)")),
+            _retry_over("if given is not None:\n    " + _answers("min(given, policy.max_delay)")),
             "the policy's max_delay is below the Retry-After you send (the default policy's"
             " 10 s cap hides it behind a 5 s Retry-After)",
         ),
@@ -117,7 +122,7 @@ LAID_OVER: dict[str, LaidOver] = {
             "retry_after_added_to_backoff",
             "with_retry waits the backoff plus Retry-After instead of Retry-After alone",
             _retry_over(
-                "if wait is not None:\n    " + _answers("wait + backoff_delay(policy, attempt)")
+                "if given is not None:\n    " + _answers("given + backoff_delay(policy, attempt)")
             ),
             "you assert that the wait equals the Retry-After exactly",
         ),
@@ -126,8 +131,8 @@ LAID_OVER: dict[str, LaidOver] = {
             "with_retry waits with time.sleep, blocking the event loop, so the wait never"
             " shows on the loop's clock",
             _retry_over(
-                "if err.is_transient() and attempt < policy.max_attempts:\n"
-                "    _laid_time.sleep(0.001)  # blocks the loop: no other task runs\n"
+                "if err.is_transient():  # whatever wait follows is spent blocking instead\n"
+                "    _laid_time.sleep(0.001)  # the loop stands still: no other task runs\n"
                 "    " + _answers("0.0"),
                 imports="import time as _laid_time\n",
             ),
