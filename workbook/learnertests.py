@@ -10,8 +10,9 @@ it failed the second wheat if it did, which bugs it catches, and, as advice only
 mutants (`workbook.mutation`) of the lines it ran that it lets through.
 
 Everything runs in a fresh interpreter (`python -m workbook.learnertests`, fed one JSON job on
-stdin), so a mutant that loops forever costs only its own time limit and nothing a mutant does
-reaches the learner's kernel. Async tests run on virtual time. Hypothesis runs with the settings
+stdin), and each run of a test in a fork of it, in an empty folder of its own (`_attempt`), so
+a mutant that loops forever costs only its own time limit, nothing a run leaves reaches the
+next (as at grading, one worker a run), and nothing reaches the learner's kernel. Async tests run on virtual time. Hypothesis runs with the settings
 of `workbook.fixedhypothesis` (derandomized, no database, no deadline, no shrinking), as it does
 at grading, so the same tests give the same report on every run.
 """
@@ -25,9 +26,12 @@ import io
 import json
 import os
 import random
+import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from collections.abc import Callable, Sequence
@@ -41,7 +45,7 @@ from workbook.modules import execute, fresh_module, registered
 from workbook.mutation import Mutant, mutants
 
 #: Real seconds one test may take on a generic mutant (advice only) before it counts as caught.
-TEST_SECONDS = 0.5
+TEST_SECONDS = 0.25
 #: Real seconds on a wheat or with a bug laid over: the grader's own limit, so a slow test is
 #: judged alike on both sides (a run past it is "not passed" there too).
 OWN_SECONDS = RUN_SECONDS
@@ -169,6 +173,10 @@ def _tests(namespace: dict[str, Any], names: Sequence[str]) -> dict[str, Callabl
 def _configure_hypothesis(max_examples: int) -> None:
     with contextlib.suppress(ImportError):
         fixedhypothesis.load(max_examples)
+        # Built once here, Hypothesis's engine and strategies are there in every forked run.
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            fixedhypothesis.warm_up()
+        fixedhypothesis.load(max_examples)  # the warm-up's own settings forgotten
 
 
 def _variant(sources: Sources, contract: str) -> tuple[list[str], str]:
@@ -200,6 +208,105 @@ def _executed(fn: Callable[[], Any], cells: set[str]) -> tuple[bool, str, set[tu
     return passed, why, lines
 
 
+def _attempt(
+    sources: Sources,
+    answers: Sequence[str],
+    extra: str,
+    names: Sequence[str],
+    seconds: float,
+    trace: set[str] | None = None,
+) -> dict[str, Any]:
+    """One variant in a fresh child of this process, in an empty folder of its own (its
+    working folder, HOME and TMPDIR): the module built and each test of `names` run there.
+    Returns ``{"tests": {name: [passed, why, lines run]}}``, or ``{"error": why}`` when the
+    cells did not build. Nothing a run leaves (a file, a name on `builtins`, a seed) reaches
+    the next, as at grading, where each run is a worker of its own; a child that exits, dies
+    or hangs passes nothing."""
+    folder = tempfile.mkdtemp(prefix="rit-learner-test-")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: it never returns
+        os.close(read)
+        try:
+            os.chdir(folder)
+            os.environ.update(HOME=folder, TMPDIR=folder)
+            tempfile.tempdir = folder
+            data = json.dumps(_in_child(sources, answers, extra, names, seconds, trace)).encode()
+        except BaseException:
+            data = b'{"error": "the run ended its process"}'
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write, view) :]
+        finally:
+            os._exit(0)
+    os.close(write)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + seconds * max(1, len(names)) + 5.0
+    try:
+        while (left := deadline - time.monotonic()) > 0 and select.select([read], [], [], left)[0]:
+            chunk = os.read(read, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        else:
+            os.kill(pid, signal.SIGKILL)  # it never finished: nothing it said counts
+            chunks = []
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
+        shutil.rmtree(folder, ignore_errors=True)
+    try:
+        said = json.loads(b"".join(chunks))
+    except ValueError:
+        said = None
+    return said if isinstance(said, dict) else {"error": "the run ended its process"}
+
+
+def _warm(sources: Sources) -> None:
+    """Build the answers once here, tests aside, so that what they load on the way (a sibling
+    build's notebook, a fixture) is loaded once, before the children fork, not in each."""
+    signal.setitimer(signal.ITIMER_REAL, OWN_SECONDS)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            _module(sources, sources.answers, tests=False)
+    except BaseException:  # each run meets the same trouble, and says so
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _in_child(
+    sources: Sources,
+    answers: Sequence[str],
+    extra: str,
+    names: Sequence[str],
+    seconds: float,
+    trace: set[str] | None,
+) -> dict[str, Any]:
+    """`_attempt`'s work, inside the child."""
+    try:
+        found = _tests(_build(sources, answers, extra), names)
+    except BaseException as exc:
+        return {"error": cut(f"{type(exc).__name__}: {exc}")}
+    tests: dict[str, list[Any]] = {}
+    for name, fn in found.items():
+        if trace is None:
+            tests[name] = [*_run(fn, seconds), []]
+        else:
+            passed, why, lines = _executed(fn, trace)
+            tests[name] = [passed, why, sorted(lines)]
+    return {"tests": tests}
+
+
+def _passed(attempt: dict[str, Any], name: str) -> tuple[bool, str]:
+    """Whether test `name` passed in `attempt`, and why not."""
+    if "error" in attempt:
+        return False, str(attempt["error"])
+    ran = attempt.get("tests", {}).get(name)
+    return (bool(ran[0]), str(ran[1])) if ran else (False, "not defined in a test cell")
+
+
 def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     """The child's work, per test: the learner's code and a second wheat of it (both must
     pass), then each laid-over bug on both wheats (caught only when the test fails on each),
@@ -215,22 +322,20 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     reports = {
         n: LearnerTestReport(n, passes=False, message="not defined in a test cell") for n in names
     }
-    try:
-        own = _tests(_build(sources, sources.answers), names)
-    except BaseException as exc:
-        for report in reports.values():
-            report.message = cut(f"your cells raised {type(exc).__name__}: {exc}")
-        return [asdict(r) for r in reports.values()]
     first = len(sources.setup) + 1
     cells = {f"<cell {first + i}>" for i in range(len(sources.answers))}
-    ran: dict[str, set[tuple[str, int]]] = {}
     advice = bool(job.get("advice", True))
-    for name, fn in own.items():
-        if advice:
-            reports[name].passes, reports[name].message, ran[name] = _executed(fn, cells)
-        else:
-            reports[name].passes, reports[name].message = _run(fn, OWN_SECONDS)
-    passing = [n for n in own if reports[n].passes]
+    _warm(sources)
+    own = _attempt(sources, sources.answers, "", names, OWN_SECONDS, cells if advice else None)
+    if "error" in own:
+        for report in reports.values():
+            report.message = f"your cells raised {own['error']}"
+        return [asdict(r) for r in reports.values()]
+    ran: dict[str, set[tuple[str, int]]] = {}
+    for name, (passed, why, lines) in own["tests"].items():
+        reports[name].passes, reports[name].message = bool(passed), str(why)
+        ran[name] = {(str(f), int(n)) for f, n in lines}
+    passing = [n for n in names if reports[n].passes]
     if not passing:
         return [asdict(r) for r in reports.values()]
     answers, after = _variant(sources, str(job.get("contract", "")))
@@ -239,20 +344,13 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     # bug, so not even how deep the wrappers go tells them apart.
     wheats = [(list(sources.answers), neutral), (answers, f"{after}\n{neutral}")]
     twice = [(a, f"{after}\n{neutral}") for a, after in wheats] if neutral else wheats
-    try:
-        plain = _tests(_build(sources, *twice[0]), passing) if neutral else own
-        rewritten = _tests(_build(sources, *twice[1]), passing)
-    except BaseException as exc:  # ours to fix, or code that reads its own text
-        plain = rewritten = {}
-        why = cut(f"{type(exc).__name__}: {exc}")
-    else:
-        why = "not defined"
-    for name in passing:
-        for made in (plain, rewritten):
-            ok, message = _run(made[name], OWN_SECONDS) if name in made else (False, why)
+    for wheat_answers, wheat_after in twice:
+        still = [n for n in passing if not reports[n].wheat_failure]
+        attempt = _attempt(sources, wheat_answers, wheat_after, still, OWN_SECONDS)
+        for name in still:
+            ok, message = _passed(attempt, name)
             if not ok:
                 reports[name].wheat_failure = message
-                break
     judged = [n for n in passing if not reports[n].wheat_failure]
     for bug in job.get("bugs", []):
         for name in judged:
@@ -261,14 +359,10 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             still = [n for n in judged if reports[n].caught[bug["name"]]]
             if not still:
                 break
-            try:
-                broken = _tests(
-                    _build(sources, wheat_answers, wheat_after + "\n" + bug["source"]), still
-                )
-            except BaseException:
-                broken = {}  # the bug does not even load over this code: caught
+            laid = f"{wheat_after}\n{bug['source']}"
+            attempt = _attempt(sources, wheat_answers, laid, still, OWN_SECONDS)
             for name in still:
-                if name in broken and _run(broken[name], OWN_SECONDS)[0]:
+                if _passed(attempt, name)[0]:  # a bug that does not even load is caught
                     reports[name].caught[bug["name"]] = False
     if advice:
         _advise(job, sources, judged, reports, ran)
@@ -301,14 +395,11 @@ def _advise(
                 continue
             answers = list(sources.answers)
             answers[index] = mutant.source
-            try:
-                broken = _tests(_build(sources, answers), wanted)
-            except BaseException:
-                broken = {}  # the mutant does not even load: every test catches it
+            attempt = _attempt(sources, answers, "", wanted, TEST_SECONDS)
             for name in wanted:
                 report = reports[name]
                 report.total += 1
-                if name not in broken or not _run(broken[name])[0]:
+                if not _passed(attempt, name)[0]:  # one that does not even load is caught
                     report.killed += 1
                     continue
                 survivor = {"description": mutant.description, "diff": cut(mutant.diff, 400)}

@@ -1735,6 +1735,28 @@ _LAYER_CASES = (
         0,
         "pins the seam's qualified name: every wheat holds a layer too, so it fails a wheat",
     ),
+    Case(
+        "03",
+        REPLAY,
+        "counts_its_runs",
+        _cell("""
+            from pathlib import Path
+
+            from etl import MemorySink
+
+
+            async def test_rerun_writes_zero_new_rows():
+                mark = Path("runs.txt")  # the first runs are the wheats, so pass only there
+                runs = int(mark.read_text()) + 1 if mark.exists() else 1
+                mark.write_text(str(runs))
+                sink = IdempotentSink(MemorySink())
+                assert await sink.load([Row("Alpha", 1.0)]) == 1
+                assert runs <= 3
+        """),
+        0,
+        "counts its runs in a file: every run starts in an empty folder of its own, on both"
+        " sides, so it passes everywhere and catches nothing",
+    ),
 )
 
 CASES: tuple[Case, ...] = (
