@@ -12,9 +12,10 @@ mutants (`workbook.mutation`) of the lines it ran that it lets through.
 Everything runs in a fresh interpreter (`python -m workbook.learnertests`, fed one JSON job on
 stdin), and each run of a test in a fork of it, in an empty folder of its own (`_attempt`), so
 a mutant that loops forever costs only its own time limit, nothing a run leaves reaches the
-next (as at grading, one worker a run), and nothing reaches the learner's kernel. Async tests run on virtual time. Hypothesis runs with the settings
-of `workbook.fixedhypothesis` (derandomized, no database, no deadline, no shrinking), as it does
-at grading, so the same tests give the same report on every run.
+next (as at grading, one worker a run), and nothing reaches the learner's kernel. Async tests
+run on virtual time. Hypothesis runs with the settings of `workbook.fixedhypothesis`
+(derandomized, no database, no deadline, no shrinking), as it does at grading, so the same
+tests give the same report on every run.
 """
 
 from __future__ import annotations
