@@ -196,18 +196,17 @@ def learner_tests_line(entry: Entry, root: Path, suite: Suite, pool: RunnerPool)
     start = time.perf_counter()
     solution = read_test_cells(root / entry.solution)
     present = [s.name for s in entry.learner_tests if s.name in defined_tests(solution.text)]
-    tasks: list[tuple[str, TestCells, bool]] = [
-        ("solution", solution, True),
-        ("stub", read_test_cells(root / entry.path), True),
+    tasks: list[tuple[str, TestCells]] = [
+        ("solution", solution),
+        ("stub", read_test_cells(root / entry.path)),
     ]
     assert solution.text is not None or not present
     for name in present:
         unasserted = TestCells(without_assertions(str(solution.text), name))
-        tasks.append((name, unasserted, False))
+        tasks.append((name, unasserted))
 
-    def grade(runner: Runner, task: tuple[str, TestCells, bool]) -> list[TestResult]:
-        _, cells, vacuity = task
-        return grade_learner_tests(runner, entry, suite, cells, root=root, vacuity_check=vacuity)
+    def grade(runner: Runner, task: tuple[str, TestCells]) -> list[TestResult]:
+        return grade_learner_tests(runner, entry, suite, task[1], root=root)
 
     graded = pool.map(grade, tasks)
     problems = []
@@ -218,7 +217,7 @@ def learner_tests_line(entry: Entry, root: Path, suite: Suite, pool: RunnerPool)
             problems.append(f"solution's {name}: {result.points}/{result.max_points}:")
             problems += [f"  {line}" for line in result.message.splitlines()[:4]]
     problems += [f"stub's {r.name}: {r.points} point(s)" for r in graded[1] if r.points]
-    for (name, _, _), results in zip(tasks[2:], graded[2:], strict=True):
+    for (name, _), results in zip(tasks[2:], graded[2:], strict=True):
         after = next(r for r in results if r.name == name)
         if after.points >= after.max_points:
             problems.append(f"{name} with its assertions removed keeps {after.points} points")

@@ -8,13 +8,12 @@ the same definitions over the learner's code. Its grade, decided here in the par
 
 1. not written (no ``def`` of that name in the test cells, or it raises NotImplementedError
    on the reference): 0, *not done*;
-2. no assertion that can fail (nothing but ``assert True``, or none at all): 0;
-3. run against each *wheat*, a correct implementation: the reference (the solution
+2. run against each *wheat*, a correct implementation: the reference (the solution
    notebook's export, with the reference seams of the earlier builds) and a second one written
    differently (`second_wheat`) under the contract's free variants. It must pass on both, else
    0: a test that rejects correct code, or pins the reference's code instead of behaviour,
    earns nothing;
-4. run against each *chaff*, a wheat with one bug laid over: a bug is caught only when the
+3. run against each *chaff*, a wheat with one bug laid over: a bug is caught only when the
    test fails over every wheat. Points come from `workbook.layover.score`, as in the
    self-check: 0 without the gate, else ``points * caught // len(catches)``.
 
@@ -159,7 +158,6 @@ def grade_learner_tests(
     cells: TestCells,
     *,
     root: Path,
-    vacuity_check: bool = True,
 ) -> list[TestResult]:
     """One `TestResult` per learner test of `entry`, in manifest order (see the module)."""
     if not entry.learner_tests:
@@ -176,7 +174,7 @@ def grade_learner_tests(
     grading = _Grading(
         runner, probe_suite(entry.number), cells, reference, second_wheat(root, entry.number)
     )
-    return grading.results(entry.learner_tests, vacuity_check)
+    return grading.results(entry.learner_tests)
 
 
 def _result(spec: LearnerTestSpec, points: int, message: str, kind: Outcome) -> TestResult:
@@ -207,11 +205,11 @@ class _Grading:
         self.build = probes.build
         self.reference, self.second = reference, second
 
-    def results(self, specs: tuple[LearnerTestSpec, ...], vacuity_check: bool) -> list[TestResult]:
-        return [self._grade_one(spec, vacuity_check) for spec in specs]
+    def results(self, specs: tuple[LearnerTestSpec, ...]) -> list[TestResult]:
+        return [self._grade_one(spec) for spec in specs]
 
-    def _grade_one(self, spec: LearnerTestSpec, vacuity_check: bool) -> TestResult:
-        early = self._unrunnable(spec, vacuity_check)
+    def _grade_one(self, spec: LearnerTestSpec) -> TestResult:
+        early = self._unwritten(spec)
         if early is not None:
             return early
         try:
@@ -256,13 +254,20 @@ class _Grading:
             return _result(spec, got.points, "", Outcome.PASSED)
         head = "passes on every correct implementation, but"
         if got.points == 0:
+            if not can_fail(str(self.cells.text), spec.name):
+                head = (
+                    f"{spec.name} asserts nothing that can fail, so it passes whatever the code"
+                    " does:"
+                )
             return _result(spec, 0, f"{head} {got.lines[0]}", Outcome.WRONG)
         lines = [f"{head} catches {sum(caught.values())} of {len(spec.catches)} bugs it must:"]
         lines += [f"- {line}" for line in got.lines]
         return _result(spec, got.points, "\n".join(lines), Outcome.WRONG)
 
-    def _unrunnable(self, spec: LearnerTestSpec, vacuity_check: bool) -> TestResult | None:
-        """The grade of a test that needs no run: not written, or nothing that can fail."""
+    def _unwritten(self, spec: LearnerTestSpec) -> TestResult | None:
+        """The grade of a test that needs no run: not written. (One that asserts nothing is
+        run like any other: no rule reads a test's text to grade it; its 0 comes from the
+        gate bug it lets through, and the feedback then says why.)"""
         text = self.cells.text
         if text is None or spec.name not in defined_tests(text):
             why = self.cells.problem if self.cells.problem else "no test cell"
@@ -271,14 +276,6 @@ class _Grading:
                 0,
                 f"not written: no `def {spec.name}` in a cell tagged test ({why})",
                 Outcome.NOT_DONE,
-            )
-        if vacuity_check and not can_fail(text, spec.name):
-            return _result(
-                spec,
-                0,
-                f"{spec.name} asserts nothing that can fail: it passes whatever the"
-                " code does, so it catches no bug",
-                Outcome.WRONG,
             )
         return None
 
