@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import types
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from workbook.checks import CheckResult, Checks
@@ -254,20 +255,22 @@ def saved_sources(path: Path) -> Sources:
 
 def results(build: str, sources: Sources, checked: Sequence[CheckResult]) -> list[CheckResult]:
     """Each test-writing step of `build` as one more check (`result`), in manifest order; a
-    step whose seams' visible checks (in `checked`) do not all pass yet is not tried."""
+    step whose seams' visible checks (in `checked`) do not all pass yet is not tried. Steps
+    run side by side (each is a process of its own)."""
     if not has_test_steps(build):
         return []
     checks: Checks = _buildchecks(build).CHECKS
-    out = []
-    for spec in load_manifest().entry(build).learner_tests:
+
+    def one(spec: LearnerTestSpec) -> CheckResult:
         steps = gate(checks, seams_of(build, spec.name))
         failing = [r.name for r in checked if r.step in steps and not r.passed]
-        if failing:
-            why = (
-                f"not done yet: your test is tried once the checks of step {', '.join(steps)}"
-                f" pass ({', '.join(failing[:3])} do not yet)"
-            )
-            out.append(CheckResult(spec.name, "test", "not done", why))
-        else:
-            out.append(result(build, spec.name, sources))
-    return out
+        if not failing:
+            return result(build, spec.name, sources)
+        why = (
+            f"not done yet: your test is tried once the checks of step {', '.join(steps)}"
+            f" pass ({', '.join(failing[:3])} do not yet)"
+        )
+        return CheckResult(spec.name, "test", "not done", why)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(one, load_manifest().entry(build).learner_tests))
