@@ -35,7 +35,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
 
-from grader.observe import ARTEFACT_LIMIT, KINDS, Probes, inputs_seed, tag_of
+from grader.observe import ARTEFACT_LIMIT, KINDS, SIDECARS, Probes, inputs_seed, tag_of
 from grader.observe import JSON as JSON  # re-exported for judges
 from grader.results import Outcome, ProbeRecord
 from workbook.feedback import cut, message, show_json, show_outcome
@@ -114,8 +114,8 @@ class Observed:
         return seen, probes.inputs(self.source, name)
 
     def artefact(self, ref: JSON, suffix: str = "") -> bytes | None:
-        """The bytes of a kept file (`grader.observe.keep`'s reference `ref`; `suffix` "-wal"
-        or "-journal" for those beside it), or None when there is none: read from the
+        """The bytes of a kept file (`grader.observe.keep`'s reference `ref`; `suffix` one of
+        `SIDECARS` for those beside it), or None when there is none: read from the
         runner's copy only (a regular file, opened without following a link, at most
         `ARTEFACT_LIMIT` bytes), never from anything the child said."""
         if not isinstance(ref, dict) or not isinstance(ref.get("artefact"), str):
@@ -128,17 +128,22 @@ class Observed:
     def database(self, ref: JSON) -> Iterator[sqlite3.Connection | None]:
         """A kept SQLite database, opened here, read-only: ``PRAGMA trusted_schema=OFF``, no
         extensions, a bounded amount of work in all (a hostile schema cannot make reading it
-        run for ever). None when there is no such file. A store left with a WAL or a hot
-        journal is read from a private copy with those beside it, as SQLite would read it;
-        any other is read from memory (no file is written, nothing is left to remove)."""
+        run for ever). None when there is no such file. It is read as SQLite itself would
+        open it after the worker ended, whatever state it was left in: a file in rollback
+        mode with nothing beside it from memory (no file is written); any other (a WAL-mode
+        header, a WAL, a hot journal after a kill, a shared-memory index) from a private copy
+        of the file and what was beside it, opened so that SQLite's own recovery runs there
+        (a hot journal rolled back, a WAL's committed frames read), then made query-only.
+        Honest work never loses a point for how its file was left."""
         main = self.artefact(ref)
         if main is None:
             yield None
             return
-        sidecars = {s: self.artefact(ref, s) for s in ("-wal", "-journal")}
+        sidecars = {s: self.artefact(ref, s) for s in SIDECARS}
+        rollback_mode = main[18:20] == b"\x01\x01" or len(main) < 100  # the header's versions
         with contextlib.ExitStack() as stack:
             db: sqlite3.Connection | None = None
-            if all(data is None for data in sidecars.values()):
+            if rollback_mode and all(data is None for data in sidecars.values()):
                 db = sqlite3.connect(":memory:", isolation_level=None)
                 try:
                     db.deserialize(main)
@@ -152,9 +157,9 @@ class Observed:
                 for suffix, data in sidecars.items():
                     if data is not None:
                         (folder / f"store.sqlite{suffix}").write_bytes(data)
-                db = sqlite3.connect(
-                    f"file:{folder / 'store.sqlite'}?mode=ro", uri=True, isolation_level=None
-                )
+                # Writable: recovery may need to write (roll a hot journal back); the copy
+                # is ours alone, and query_only below keeps everything else from writing.
+                db = sqlite3.connect(folder / "store.sqlite", isolation_level=None)
             stack.callback(db.close)
             db.execute("PRAGMA trusted_schema=OFF")
             db.execute("PRAGMA query_only=ON")

@@ -80,6 +80,9 @@ KINDS: dict[str, type[BaseException]] = {
 }
 #: The largest file `keep` hands to the parent; a bigger one is reported as too large.
 ARTEFACT_LIMIT = 8 * 2**20
+#: What SQLite may leave beside a database file, each needed to read it as SQLite would: the
+#: write-ahead log, the rollback journal (hot after a kill), the WAL's shared-memory index.
+SIDECARS = ("-wal", "-journal", "-shm")
 _Random = random.Random
 _sha256 = hashlib.sha256
 
@@ -294,14 +297,14 @@ def tag_of(seed: str) -> str:
 
 
 def keep(path: str | Path, name: str) -> JSON:
-    """Hand the file at `path` (with its ``-wal`` and ``-journal`` when they exist) to the
+    """Hand the file at `path` (with its `SIDECARS` when they exist) to the
     parent as artefact `name`: copied into the worker's folder under that name, for the runner
     to copy out after the worker ends (the bytes never travel in the observation: that is the
     child's word). The reference lists the parts that were there; a file that is not there is
     reported as absent, one over `ARTEFACT_LIMIT` as too large, unread."""
     files: dict[str, bool | None] = {}
     source = Path(path)
-    for suffix in ("", "-wal", "-journal"):
+    for suffix in ("", *SIDECARS):
         part = Path(str(source) + suffix)
         try:
             size = part.stat().st_size

@@ -879,8 +879,10 @@ def reports(run: JSON, call: str, fetched: int, written: int, note: str = "") ->
 
 
 def kept_ids(observed: Observed, run: JSON) -> list[JSON]:
-    """The id of each line of the file the probe kept after `run`, read here (a line that is
-    not a row as ``{"bad": ...}``; a torn last line, which readers skip, left out)."""
+    """The id of each line of the file the probe kept after `run`, read here as a restart
+    reads it (`etl.read_jsonl`): blank lines skipped, a line that is not a row as
+    ``{"bad": ...}``, and a last line without a newline counted when it parses and left out
+    when it does not (the torn end of a write: never a point lost, never a row counted)."""
     ref = run.get("file") if isinstance(run, dict) else None
     data = observed.artefact(ref)
     if data is None:
@@ -888,10 +890,20 @@ def kept_ids(observed: Observed, run: JSON) -> list[JSON]:
             return []  # no file was written
         raise Fail(message("the file it wrote", "no copy of the file", "the file itself"))
     ids: list[JSON] = []
-    for line in data.decode("utf-8", "replace").split("\n")[:-1]:
+    lines = data.decode("utf-8", "replace").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
         try:
-            ids.append(json.loads(line)["id"])
-        except (ValueError, KeyError, TypeError):
+            row = json.loads(line)
+        except ValueError:
+            if number == len(lines):  # no newline after it: the torn end of a write
+                break
+            ids.append({"bad": line[:80]})
+            continue
+        try:
+            ids.append(row["id"])
+        except (KeyError, TypeError, IndexError):
             ids.append({"bad": line[:80]})
     return ids
 
