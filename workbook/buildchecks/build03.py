@@ -19,6 +19,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from etl import HttpStatus, Launch, NetworkError, ParseError, RateLimited, RequestTimeout, launches
@@ -191,6 +192,14 @@ def content_key_is_stable_and_distinguishes_rows(ns: Any) -> None:
             note="A row with no canonical form has no key. A default key would give Alpha and "
             "Beta the same key, and the sink would drop one of them: raise etl.ParseError.",
         )
+    when: Any = datetime(2026, 12, 2, tzinfo=UTC)  # not a float: a value JSON cannot hold
+    expect_raises(
+        ParseError,
+        f'content_key(Row("Launch day", {when!r}))',
+        functools.partial(ns.content_key, Row("Launch day", when)),
+        note="JSON has no datetime: json.dumps raises TypeError for it (ValueError is NaN's)."
+        " Both mean the row has no canonical form: turn either into etl.ParseError.",
+    )
 
 
 # ───────────────────────────────────────────────────────── step 3: the sink

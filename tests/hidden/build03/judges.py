@@ -566,8 +566,9 @@ def test_row_without_canonical_form_raises_parse_error(observed: Observed) -> No
             got,
             f"content_key({label})",
             "ParseError",
-            note="json.dumps writes NaN and Infinity unless allow_nan=False; the ValueError it"
-            " then raises must become etl.ParseError, never a default key.",
+            note="json.dumps writes NaN and Infinity unless allow_nan=False, and has no form for"
+            " a datetime or bytes; the ValueError or TypeError it then raises must become"
+            " etl.ParseError, never a default key.",
         )
 
 

@@ -20,9 +20,10 @@ import math
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from etl import (
     HttpStatus,
@@ -129,13 +130,17 @@ KEY_ROW_LABELS = (
 
 
 def unencodable_rows() -> list[Any]:
-    """Rows with no canonical JSON form: NaN and infinities in float fields."""
+    """Rows with no canonical JSON form: NaN and infinities in float fields (json.dumps
+    raises ValueError), and values JSON cannot hold (TypeError)."""
     base = sample_launches()[0]
     return [
         dataclasses.replace(base, latitude=math.nan),
         dataclasses.replace(base, longitude=math.inf),
         Row("Alpha", -math.inf),
         Row("Beta", math.nan),
+        # Deliberately of the wrong types: values JSON cannot hold.
+        dataclasses.replace(base, net=cast(Any, datetime(2026, 12, 2, tzinfo=UTC))),
+        Row("Gamma", cast(Any, b"\x00\x01")),
     ]
 
 
@@ -144,6 +149,8 @@ UNENCODABLE_LABELS = (
     "a launch with longitude=math.inf",
     'Row("Alpha", -math.inf)',
     'Row("Beta", math.nan)',
+    "a launch whose net is a datetime",
+    'Row("Gamma", b"\\x00\\x01")',
 )
 
 # ─────────────────────────────────────────────────────────────── seeded inputs (shared)
