@@ -45,7 +45,7 @@ from workbook import teststep
 from workbook.errors import WorkbookError
 from workbook.export import export_source, export_tests, test_cells
 from workbook.feedback import cut
-from workbook.layover import RUN_SECONDS, score
+from workbook.layover import NO_FIXTURES, RUN_SECONDS, score
 from workbook.manifest import Entry, LearnerTestSpec
 from workbook.modules import parse
 
@@ -296,6 +296,8 @@ class _Grading:
             kind = Outcome.VOID if wheat["status"] == "void" else Outcome.UNFINISHED
         elif wheat.get("loaded") is False:
             why = f"your test cells {_raised(wheat, self.cells.text)} when they ran"
+        elif arguments := _arguments(self.cells.text, spec.name):
+            why = f"{spec.name} takes {', '.join(arguments)}, but {NO_FIXTURES}"
         else:
             why = (
                 f"it fails on a correct implementation ({label}): {_raised(wheat, self.cells.text)}"
@@ -324,6 +326,19 @@ class _Grading:
             return {"status": record.status if record else "not run"}
         report: dict[str, Any] = record.obs
         return report
+
+
+def _arguments(text: str | None, name: str) -> list[str]:
+    """The parameters test `name` requires (none have a default), which nothing supplies."""
+    node = defined_tests(text).get(name)
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return []
+    positional = [*node.args.posonlyargs, *node.args.args]
+    required = positional[: len(positional) - len(node.args.defaults)]
+    keyword = [
+        a for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True) if d is None
+    ]
+    return [a.arg for a in (*required, *keyword)]
 
 
 def _raised(report: dict[str, Any], text: str | None) -> str:

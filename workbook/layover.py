@@ -27,6 +27,12 @@ from dataclasses import dataclass, field
 
 from workbook.modules import parse
 
+#: What both sides say of a test that takes arguments: nothing supplies them.
+NO_FIXTURES = (
+    "a test here is called with no arguments: pytest's fixtures (tmp_path, monkeypatch) are"
+    " not supplied; make what it needs inside it, e.g. with tempfile.TemporaryDirectory()"
+)
+
 #: Real seconds one learner test may take on one variant, wheat or chaff, on both sides: past
 #: it the run is "not passed" (on a wheat the test loses its points, on a chaff the bug counts
 #: as caught), so the self-check and the grader must draw the line at the same place.

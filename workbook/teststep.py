@@ -20,7 +20,7 @@ from pathlib import Path
 from workbook.checks import CheckResult, Checks
 from workbook.export import cell_source, cell_tags, read_notebook
 from workbook.fixedhypothesis import DEFAULT_EXAMPLES
-from workbook.layover import LaidOver, Verdict, score
+from workbook.layover import NO_FIXTURES, LaidOver, Verdict, score
 from workbook.learnertests import (
     JUDGED_SURVIVORS,
     MAX_MUTANTS,
@@ -186,6 +186,8 @@ def step_report(build: str, name: str, report: LearnerTestReport) -> str:
             return f"{title}\n  · {name} is {STUB}: write it in the test cell above."
         if "not defined" in report.message:
             return f"{title}\n  ✗ no `def {name}` in a cell tagged `test`: define it there."
+        if "required positional argument" in report.message:
+            return f"{title}\n  ✗ {name} takes arguments, but {NO_FIXTURES}."
         return (
             f"{title}\n  ✗ {name} fails on your own code, which passes its visible checks:"
             f" {report.message}\n  A test that rejects correct code costs its points: check"

@@ -90,7 +90,7 @@ def test_steps_gates_and_sabotage_are_per_seam() -> None:
     assert names[0] == "retry_after_ignored"
     assert teststep.contract_of("03", REPLAY) == []
     assert [c.name for c in teststep.contract_of("07", FIXED_POINT)] == [
-        "rows_kept_by_key_descending"
+        "unordered_selects_reversed"
     ]
     with pytest.raises(KeyError):
         teststep.seams_of("03", "test_nothing")

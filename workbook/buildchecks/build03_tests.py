@@ -35,9 +35,7 @@ def _sink_over(load: str) -> str:
         "    @classmethod\n"
         "    def with_seen(cls, inner, keys):\n"
         "        keys = list(keys)\n"
-        "        made = cls.__new__(cls)\n"
-        "        made._laid_lock = _laid_asyncio.Lock()\n"
-        "        made._laid_inner = inner\n"
+        "        made = cls(inner)  # a subclass's own __init__ runs, as under the seam's\n"
         "        made._laid_made = ((), {}, keys)\n"
         "        made._laid_under = under.with_seen(inner, keys)\n"
         "        return made\n"
@@ -56,21 +54,36 @@ def _retry_over(rewrite: str, *, imports: str = "") -> str:
     """A `with_retry` laid over the learner's (``under``): each error its `op` raises is
     rewritten by `rewrite` (which sees ``err``, ``policy``, ``attempt`` and ``given``, the
     error's own Retry-After) and raised again, the same object. It never decides whether to
-    retry: that stays the learner's."""
+    retry: that stays the learner's. What the rewrite changed on an error is put back once
+    `with_retry` has read it (at the next attempt, and when it returns or raises), so the
+    test only ever sees its errors as it made them."""
     return imports + over(
         "with_retry",
         "async def with_retry(policy, op):\n"
         "    attempt = 0\n"
+        "    changed = []\n"
+        "    def put_back():\n"
+        "        while changed:\n"
+        "            err, before = changed.pop()\n"
+        "            if before is changed:\n"
+        "                err.__dict__.pop('retry_after', None)\n"
+        "            else:\n"
+        "                err.retry_after = before\n"
         "    async def laid_op():\n"
         "        nonlocal attempt\n"
+        "        put_back()\n"
         "        attempt += 1\n"
         "        try:\n"
         "            return await op()\n"
         "        except EtlError as err:\n"
         "            given = err.retry_after()\n"
+        "            changed.append((err, err.__dict__.get('retry_after', changed)))\n"
         + textwrap.indent(rewrite, "            ")
         + "            raise\n"
-        "    return await under(policy, laid_op)\n",
+        "    try:\n"
+        "        return await under(policy, laid_op)\n"
+        "    finally:\n"
+        "        put_back()\n",
     )
 
 
