@@ -35,6 +35,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
 
+from grader import ledger
 from grader.observe import ARTEFACT_LIMIT, KINDS, SIDECARS, Probes, inputs_seed, tag_of
 from grader.observe import JSON as JSON  # re-exported for judges
 from grader.results import Outcome, ProbeRecord
@@ -91,7 +92,8 @@ class Observed:
             raise Unobserved(f"probe {key} did not run")
         if record.status != "done":
             raise Unobserved(record.reason or f"probe {key}: {record.status}", record.kind)
-        return record.obs
+        # Timings come from the parent's ledger, never from the child's report.
+        return ledger.apply(record.obs, ledger.runs(record.ledger), self.artefact)
 
     def seeded(self, name: str, probes: Probes, interpreter: int = 1) -> tuple[JSON, random.Random]:
         """Seeded probe `name`'s observation, and the parent's own generator of the inputs

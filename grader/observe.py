@@ -27,13 +27,16 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
+import json
 import linecache
 import math
+import os
 import random
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any, SupportsIndex
@@ -190,6 +193,50 @@ def attempt_call(ns: ModuleType, name: str, *args: Any, **kwargs: Any) -> dict[s
     return attempt(lambda: need(ns, name)(*args, **kwargs))
 
 
+# ---------------------------------------------------------------------------------------
+# The ledger: ticks the parent counts virtual time from (`grader.ledger`).
+
+_write = os.write  # a builtin: nothing can change it in place
+_getpid = os.getpid
+_ledger: list[int] = []  # the results pipe and the worker's pid, while a probe is in flight
+_runs = [0]  # vruns of the probe in flight
+
+
+def probe_starts(fd: int) -> None:
+    """A probe begins: write its ticks on `fd` (the worker's results pipe), its first `vrun`
+    is run 0 of its ledger."""
+    _ledger[:] = [fd, _getpid()]
+    _runs[0] = 0
+
+
+def probe_ends() -> None:
+    """No tick between probes: the parent would take one for a deviation."""
+    _ledger.clear()
+
+
+def tick(kind: str, seconds: float = 0.0, value: JSON = None) -> None:
+    """Write one tick of the ledger: only while a probe is in flight, only from the worker
+    itself (a process the learner's code forked writes none)."""
+    if not _ledger or _getpid() != _ledger[1]:
+        return
+    seconds = float(seconds)
+    seconds = min(max(seconds, 0.0), 1e9) if math.isfinite(seconds) else 1e9
+    event = {"event": "tick", "k": kind, "s": round(seconds, 6), "v": value}
+    data = (json.dumps(event, separators=(",", ":")) + "\n").encode()
+    while data:
+        data = data[_write(_ledger[0], data) :]
+
+
+def file_state(path: Path) -> JSON:
+    """[size, sha256] of the file at `path` now (None when there is none): what the parent
+    checks the kept file's first bytes against."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return [len(data), _sha256(data).hexdigest()]
+
+
 def guard_blocking_sleep() -> None:
     """Make `time.sleep` record what it was asked and sleep at most `BLOCKING_SLEEP_CAP`.
 
@@ -201,6 +248,7 @@ def guard_blocking_sleep() -> None:
 
     def sleep(seconds: float | SupportsIndex) -> None:
         _blocking.append(float(seconds))
+        tick("block", float(seconds))
         real_sleep(min(max(float(seconds), 0.0), BLOCKING_SLEEP_CAP))
 
     time.sleep = sleep
@@ -219,8 +267,12 @@ def vrun(
     started = time.perf_counter()
     blocked_before = len(_blocking)
     spent: dict[str, float] = {}
+    index = _runs[0]
+    _runs[0] += 1
+    tick("run")
 
     def measure() -> None:
+        tick("end")
         spent["blocking"] = round(sum(_blocking[blocked_before:]), 6)
         spent["real"] = round(time.perf_counter() - started, 4)
 
@@ -230,7 +282,7 @@ def vrun(
         finally:  # before the loop closes: what its leftover tasks do then does not count
             measure()
 
-    run = drive(watched, deadline=deadline)
+    run = drive(watched, deadline=deadline, on_advance=partial(tick, "wait"))
     if not spent:
         measure()
     outcome: dict[str, JSON]
@@ -243,6 +295,7 @@ def vrun(
     outcome["elapsed"] = round(run.elapsed, 6)
     outcome["blocking"] = spent["blocking"]
     outcome["real"] = spent["real"]
+    outcome["vrun"] = index
     return outcome
 
 

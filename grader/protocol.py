@@ -9,7 +9,8 @@ Three channels, one JSON object per message on each:
   `Reply.PID` (the worker started) and `Reply.EXIT` (an `Exit`: how it ended), or
   `Reply.ERROR` instead of both when the job could not start;
 - worker → runner, on the results pipe, one line per `Event`: `LOADED` or `LOAD_ERROR`, then
-  per probe `START` and one report (`DONE`, `TIMEOUT` or `PROBE_ERROR`), then `END`. What the
+  per probe `START`, its `TICK`s (the ledger of virtual time, `grader.ledger`) and one report
+  (`DONE`, `TIMEOUT` or `PROBE_ERROR`), then `END`. What the
   runner makes of these lines is `grader.stream.ResultStream`.
 
 The learner's code shares the worker's process, so it can write on the results pipe and end
@@ -97,6 +98,8 @@ class Event(StrEnum):
     TIMEOUT = "timeout"
     PROBE_ERROR = "probe_error"
     END = "end"
+    TICK = "tick"
+    """While a probe runs: one line of the parent's ledger of virtual time (`grader.ledger`)."""
 
 
 #: The reports that end one probe.

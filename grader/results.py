@@ -43,6 +43,8 @@ class ProbeRecord:
     seconds: float = 0.0
     grader_fault: bool = False
     """The probe did not finish through the grader's fault (a wall that would not rise)."""
+    ledger: tuple[tuple[str, float, Any], ...] = ()
+    """The ticks the worker wrote while the probe ran, as the parent read them (`grader.ledger`)."""
 
     @property
     def kind(self) -> Outcome:

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.ledger import MAX_TICKS, Tick, tick_of
 from grader.protocol import REPORTS, Event, Limits
 from grader.results import ProbeRecord
 
@@ -56,6 +57,7 @@ class ResultStream:
     ended: bool = False
     deviation: str | None = None
     deadline: float = 0.0
+    ticks: list[Tick] = field(default_factory=list)
     _partial: bytes = field(default=b"", repr=False)
 
     def key(self, name: str) -> str:
@@ -106,6 +108,11 @@ class ResultStream:
                 self.deviation = f"an unexpected {kind!r} report between probes"
             return
         name = self.current
+        if kind == Event.TICK:
+            self.ticks.append(tick_of(event))
+            if len(self.ticks) > MAX_TICKS:
+                raise ValueError("more ticks than any probe writes")
+            return
         if event.get("probe") != name or kind not in REPORTS:
             self.deviation = f"an unexpected {kind!r} report while {name} was running"
             return
@@ -114,7 +121,9 @@ class ResultStream:
             raise ValueError("seconds is not a duration")
         seconds = float(seconds)
         if kind == Event.DONE:
-            record = ProbeRecord(self.key(name), "done", event.get("obs"), "", seconds)
+            record = ProbeRecord(
+                self.key(name), "done", event.get("obs"), "", seconds, ledger=tuple(self.ticks)
+            )
         elif kind == Event.TIMEOUT:
             record = ProbeRecord(self.key(name), "timeout", None, timeout_reason(self.limits))
         else:
@@ -124,6 +133,7 @@ class ResultStream:
                 self.key(name), "error", None, f"the probe itself failed: {text}", seconds
             )
         self.records[name] = record
+        self.ticks = []
         self.current = None
         self.unconfirmed = name
         self.deadline = now + step

@@ -66,11 +66,21 @@ class Clock:
         return round(self.loop.time(), 6)
 
 
-def drive(make: Callable[[Clock], Awaitable[T]], *, deadline: float | None = None) -> Run[T]:
+def drive(
+    make: Callable[[Clock], Awaitable[T]],
+    *,
+    deadline: float | None = None,
+    on_advance: Callable[[float], None] | None = None,
+) -> Run[T]:
     """Run ``make(clock)`` on a fresh virtual-time loop in this thread. Never raises what the
-    coroutine raised: it comes back in `Run.error` (a deadline as `VirtualDeadlineExceeded`)."""
+    coroutine raised: it comes back in `Run.error` (a deadline as `VirtualDeadlineExceeded`).
+
+    `on_advance(seconds)` is told each time the loop itself moves its clock forward to the next
+    timer (the only way a virtual wait passes); whatever else sets the clock is not a wait."""
     loop = looptime.new_event_loop(start=0)
     clock = Clock(loop)
+    if on_advance is not None:
+        _watch_advances(loop, on_advance)
 
     async def main() -> T:
         if deadline is None:
@@ -90,6 +100,24 @@ def drive(make: Callable[[Clock], Awaitable[T]], *, deadline: float | None = Non
             return Run(None, exc, loop.time())
     finally:
         _close(loop)
+
+
+def _watch_advances(loop: asyncio.AbstractEventLoop, on_advance: Callable[[float], None]) -> None:
+    """Wrap the loop's select, where looptime jumps its clock to the next timer: what the
+    clock gained across that call is a wait. Measured across the call only, so a clock set
+    back (or forward) between two selects is never counted either way."""
+    selector = loop._selector  # type: ignore[attr-defined]  # looptime's own hook point
+    inner = selector.select
+
+    def select(timeout: float | None = None) -> Any:
+        before = loop.time()
+        ready = inner(timeout)
+        gained = loop.time() - before
+        if gained > 0:
+            on_advance(gained)
+        return ready
+
+    selector.select = select
 
 
 def _close(loop: asyncio.AbstractEventLoop) -> None:

@@ -30,7 +30,15 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from grader.child import artefacts, walls
-from grader.observe import Probes, ProbeTimeout, guard_blocking_sleep, raised, safe_text
+from grader.observe import (
+    Probes,
+    ProbeTimeout,
+    guard_blocking_sleep,
+    probe_ends,
+    probe_starts,
+    raised,
+    safe_text,
+)
 from grader.protocol import CRASHED, Event, Job, Limits, Private
 from workbook import siblings
 from workbook.modules import execute, fresh_module
@@ -244,6 +252,7 @@ def _run(
         return 0
     for name, fn in chosen:
         channel.send({"event": Event.START, "probe": name})
+        probe_starts(channel.fd)
         started = time.perf_counter()
         try:
             _timer(limits.probe_seconds)
@@ -257,6 +266,7 @@ def _run(
             _timer(0)
             event = {"event": Event.PROBE_ERROR, "probe": name, "error": raised(exc)}
         event["seconds"] = round(time.perf_counter() - started, 4)
+        probe_ends()
         channel.send(event)
     channel.send({"event": Event.END})
     return 0

@@ -1,0 +1,156 @@
+"""`grader.ledger`: virtual time as the parent counts it, from ticks the child cannot take back."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from typing import Any
+
+import pytest
+
+from grader import ledger
+from grader.protocol import Event, Limits
+from grader.stream import ResultStream
+from workbook.vtime import Clock, drive
+
+
+def ticks(*items: tuple[str, float] | tuple[str, float, Any]) -> list[ledger.Tick]:
+    return [(item[0], float(item[1]), item[2] if len(item) > 2 else None) for item in items]
+
+
+def no_file(ref: Any) -> bytes | None:
+    return None
+
+
+def test_time_is_the_sum_of_the_waits_since_run() -> None:
+    runs = ledger.runs(
+        ticks(
+            ("wait", 9.0),  # before any run: no part of one
+            ("run", 0),
+            ("call", 0),
+            ("wait", 0.5),
+            ("call", 0),
+            ("block", 2.0),
+            ("wait", 1.0),
+            ("end", 0),
+            ("wait", 30.0),  # the loop closing: no part of the run
+            ("run", 0),
+            ("at", 0),
+        )
+    )
+    assert [r.calls for r in runs] == [[0.0, 0.5], []]
+    assert [r.elapsed for r in runs] == [1.5, None]  # the second never ended
+    assert runs[0].blocking == 2.0 and runs[1].at == [0.0]
+
+
+def test_the_child_s_times_are_replaced_and_a_report_without_its_run_believes_nothing() -> None:
+    runs = ledger.runs(ticks(("run", 0), ("call", 0), ("wait", 2.0), ("call", 0), ("end", 0)))
+    claimed = {
+        "outer": {"vrun": 0, "times": [0.0, 0.0], "calls": 2, "elapsed": 0.0, "ok": {"at": 0.0}},
+        "stray": {"elapsed": 0.0, "times": [1.0], "blocking": 0.0},
+        "forged_index": {"vrun": 7, "elapsed": 2.0},
+    }
+    seen = ledger.apply(claimed, runs, no_file)
+    assert seen["outer"] == {
+        "vrun": 0,
+        "times": [0.0, 2.0],
+        "calls": 2,
+        "elapsed": 2.0,
+        "ok": {"at": None},  # inherits the run: no "at" tick was written
+    }
+    assert seen["stray"] == {"elapsed": None, "times": None, "blocking": None}
+    assert seen["forged_index"] == {"vrun": None, "elapsed": None}
+    assert claimed["outer"]["times"] == [0.0, 0.0]  # the record itself is never changed
+    assert ledger.apply(seen, runs, no_file) == seen
+
+
+def test_a_file_s_lines_are_counted_in_the_kept_file_only_if_its_bytes_were_there() -> None:
+    kept = b'{"id": 1}\n{"id": 2}\n{"id": 3}\n'
+    first_two = kept[:20]
+
+    def state(data: bytes) -> list[Any]:
+        return [len(data), hashlib.sha256(data).hexdigest()]
+
+    lied = state(b"x\n" * 10)  # what a replaced read_bytes showed the probe
+    runs = ledger.runs(
+        [
+            ("run", 0.0, None),
+            ("request", 0.0, None),
+            ("request", 0.0, state(first_two)),
+            ("request", 0.0, lied),
+            ("end", 0.0, None),
+        ]
+    )
+    claimed = {"vrun": 0, "file": {"artefact": "f"}, "requests": [[0, 1, 5.0, 0]] * 3}
+    seen = ledger.apply(claimed, runs, lambda ref: kept)
+    assert [entry[3] for entry in seen["requests"]] == [0, 2, None]
+    fewer = ledger.apply({**claimed, "requests": [[0, 1, 5.0, 0]] * 2}, runs, lambda ref: kept)
+    assert [entry[2:] for entry in fewer["requests"]] == [[None, None]] * 2
+
+
+@pytest.mark.parametrize(
+    "tick",
+    [
+        {"k": "nap", "s": 1.0},
+        {"k": "wait", "s": -1.0},
+        {"k": "wait", "s": "1"},
+        {"k": "wait", "s": 1e12},
+        {"k": "call", "s": 0.0, "v": [1]},
+        {"k": "request", "s": 0.0, "v": [1, "short"]},
+    ],
+)
+def test_a_tick_off_the_ledger_s_shapes_is_refused(tick: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        ledger.tick_of(tick)
+
+
+def stream(*events: dict[str, Any]) -> ResultStream:
+    result = ResultStream(names=["p"], suffix="", limits=Limits(), source="")
+    for event in events:
+        result.feed(json.dumps(event).encode(), 0.0)
+    return result
+
+
+def test_ticks_belong_to_the_probe_in_flight_and_nowhere_else() -> None:
+    tick = {"event": Event.TICK, "k": "wait", "s": 1.0}
+    done = stream(
+        {"event": Event.LOADED},
+        {"event": Event.START, "probe": "p"},
+        {"event": Event.TICK, "k": "run", "s": 0},
+        tick,
+        {"event": Event.DONE, "probe": "p", "obs": {}},
+        {"event": Event.END},
+    )
+    assert done.deviation is None
+    assert done.records["p"].ledger == (("run", 0.0, None), ("wait", 1.0, None))
+    between = stream({"event": Event.LOADED}, tick)
+    assert between.deviation is not None
+    before = stream(tick)
+    assert before.deviation is not None
+
+
+def recorded_waits(body: Any) -> tuple[list[float], float]:
+    waits: list[float] = []
+
+    async def make(clock: Clock) -> float:
+        await body(asyncio.get_running_loop())
+        return clock.now()
+
+    run = drive(make, on_advance=waits.append)
+    assert run.error is None
+    return [round(w, 6) for w in waits], float(run.value or 0.0)
+
+
+def test_a_clock_set_back_or_forward_is_no_wait_either_way() -> None:
+    async def rewound(loop: Any) -> None:
+        saved = loop._LoopTimeEventLoop__now
+        await asyncio.sleep(3.0)  # a wait, written when the loop made it
+        loop._LoopTimeEventLoop__now = saved  # ... and hidden from the loop's clock
+
+    async def skipped(loop: Any) -> None:
+        loop._LoopTimeEventLoop__now += loop._LoopTimeEventLoop__time2int(5.0)  # no wait
+        await asyncio.sleep(1.0)
+
+    assert recorded_waits(rewound) == ([3.0], 0.0)  # the clock says 0; the ledger says 3
+    assert recorded_waits(skipped) == ([1.0], 6.0)  # the clock says 6; the ledger says 1
