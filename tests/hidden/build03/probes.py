@@ -44,6 +44,7 @@ from grader.observe import (
     plain,
     raised,
     suite_salt,
+    tick,
     vrun,
 )
 
@@ -453,6 +454,7 @@ class Script:
         return self._play()
 
     async def _play(self) -> Any:
+        tick("call")  # the parent stamps the call with its own ledger's time
         self.times.append(self.clock.now())
         spec = self.outcomes[min(len(self.times), len(self.outcomes)) - 1]
         outcome = make_outcome(spec)
@@ -477,7 +479,7 @@ def run_retry(ns: ModuleType, kwargs: dict[str, Any], outcomes: Sequence[Outcome
             box["exc"] = exc
             raise
 
-    seen = vrun(go)
+    seen = vrun(go)  # its "vrun": the parent puts its ledger's times in place of these
     op: Script | None = box.get("op")
     seen["calls"] = op.calls if op else 0
     seen["times"] = op.times if op else []
@@ -531,7 +533,7 @@ def sink_run(make: Callable[[ModuleType], Awaitable[JSON]], ns: ModuleType) -> J
 
     seen = vrun(go)
     if "ok" in seen:
-        return {"steps": seen["ok"], "elapsed": seen["elapsed"]}
+        return {"steps": seen["ok"], "elapsed": seen["elapsed"], "vrun": seen["vrun"]}
     return {"stopped": {k: v for k, v in seen.items() if k in ("raised", "message", "missing")}}
 
 
@@ -890,6 +892,7 @@ def cancellation(ns: ModuleType, rng: random.Random) -> JSON:
 
         await asyncio.sleep(before)
         outcome = await settle(need(ns, "with_retry")(policy(ns, kwargs), lambda: once()))
+        tick("at")
         return {"outcome": outcome, "calls": calls[0], "at": clock.now()}
 
     async def cancelled_while_waiting(clock: Clock) -> JSON:
@@ -900,14 +903,16 @@ def cancellation(ns: ModuleType, rng: random.Random) -> JSON:
         was_done = task.done()
         task.cancel()
         outcome = await settle(task)
+        tick("at")
         ended = clock.now()
         await asyncio.sleep(30.0)  # a retry that survived the cancel would call again
         return {
             "done_before_cancel": was_done,
             "outcome": outcome,
             "cancelled": task.cancelled(),
-            "ended_at": ended,
-            "calls_after": script.calls,
+            "at": ended,
+            "times": script.times,
+            "calls": script.calls,
         }
 
     return {"op_raises": vrun(op_cancelled), "task_cancelled": vrun(cancelled_while_waiting)}

@@ -65,6 +65,7 @@ from grader.observe import (
     Clock,
     Probes,
     attempt,
+    file_state,
     keep,
     need,
     plain,
@@ -72,6 +73,7 @@ from grader.observe import (
     safe_text,
     source_of,
     suite_salt,
+    tick,
     vrun,
 )
 from workbook.export import run_exported
@@ -342,6 +344,9 @@ class Recorder(httpx.AsyncBaseTransport):
         raw = request.url.params.get("offset", "0")
         offset = int(raw) if raw.isascii() and raw.isdigit() else 0
         nth = self._per_offset[offset] = self._per_offset.get(offset, 0) + 1
+        # The parent stamps the request with its ledger's time, and counts the file's lines
+        # itself, in the kept file, up to the size and digest the file had now.
+        tick("request", value=file_state(self.watch) if self.watch is not None else None)
         entry: list[Any] = [offset, nth, self.clock.now()]
         if self.watch is not None:
             entry.append(lines_in(self.watch))
@@ -415,6 +420,7 @@ def read_source(
         "requests": box["requests"],
         "elapsed": seen["elapsed"],
         "blocking": seen["blocking"],
+        "vrun": seen["vrun"],  # the parent puts its ledger's times in place of these
     }
 
 
@@ -467,7 +473,12 @@ def run_ingest(
 
     seen = vrun(go)
     end = seen["ok"]["end"] if "ok" in seen else {k: seen[k] for k in seen if k in _OUTCOME}
-    return {"end": end, "requests": box["requests"], "file": keep(where, name)}
+    return {
+        "end": end,
+        "requests": box["requests"],
+        "file": keep(where, name),
+        "vrun": seen["vrun"],
+    }
 
 
 def fresh_file(name: str) -> Path:
@@ -947,7 +958,7 @@ def cancelled_run(ns: ModuleType, rng: random.Random) -> JSON:
 
     seen = vrun(go)
     end = seen["ok"]["end"] if "ok" in seen else {k: seen[k] for k in seen if k in _OUTCOME}
-    return {"end": end, "items": box["items"], "requests": box["requests"]}
+    return {"end": end, "items": box["items"], "requests": box["requests"], "vrun": seen["vrun"]}
 
 
 @PROBES.seeded("next_leading_back_raises_parse_error")
