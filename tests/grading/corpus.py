@@ -816,6 +816,189 @@ def open_store(path):
 
 BUILD07 = MANIFEST.entry("07")
 
+# ── forgeries of time (issue 25): each lies to a probe about how long something took ──────
+#
+# Every with_retry below is the solution's, with its wait done some other way: `@WAIT@` takes
+# the seconds. Their twins wait the same way without the lie (no wait at all, or the same
+# extra wait): a forgery must score no more.
+
+RETRY = """
+import asyncio
+import builtins
+import time
+
+builtins._fake_now = 0.0
+
+
+async def with_retry(policy, op):
+    attempt = 1
+    while True:
+        try:
+            return await op()
+        except EtlError as err:
+            if not err.is_transient() or attempt >= policy.max_attempts:
+                @LAST@
+                raise
+            wait = err.retry_after()
+            delay = backoff_delay(policy, attempt) if wait is None else wait
+            @WAIT@
+        attempt += 1
+"""
+
+
+def retry(wait: str, last: str = "pass", extra: str = "") -> str:
+    return RETRY.replace("@WAIT@", wait).replace("@LAST@", last) + extra
+
+
+#: Rewinds looptime's clock (an int of microseconds, name-mangled) to `saved`.
+_REWIND = "asyncio.get_running_loop()._LoopTimeEventLoop__now = saved"
+#: Moves it forward by `delay` without a timer: what a wait looks like on the clock alone.
+_SKIP = (
+    "loop = asyncio.get_running_loop(); "
+    "loop._LoopTimeEventLoop__now += loop._LoopTimeEventLoop__time2int(delay)"
+)
+#: One more wait after the last failure, then the clock wound back over it.
+EXTRA_WAIT_REWOUND = (
+    "saved = asyncio.get_running_loop()._LoopTimeEventLoop__now;"
+    " await asyncio.sleep(backoff_delay(policy, attempt)); " + _REWIND
+)
+EXTRA_WAIT = "await asyncio.sleep(backoff_delay(policy, attempt))"
+#: No wait: the seconds go on a clock of the forger's own, which the lies below read.
+FAKE_WAIT = "builtins._fake_now += delay"
+SLEEP_SKIPS = """
+
+async def _skipping_sleep(delay, result=None):
+    loop = asyncio.get_running_loop()
+    loop._LoopTimeEventLoop__now += loop._LoopTimeEventLoop__time2int(delay)
+    return result
+
+
+asyncio.sleep = _skipping_sleep
+"""
+SLEEP_NOOP = """
+
+async def _no_sleep(delay, result=None):
+    return result
+
+
+asyncio.sleep = _no_sleep
+"""
+#: The probes' timer (the loop clock's reader) replaced, then rewritten in place.
+TIMER_REPLACED = """
+
+import workbook.vtime
+
+workbook.vtime.Clock.now = lambda self: round(builtins._fake_now, 6)
+"""
+CODE_SWAPPED = """
+
+import workbook.vtime
+
+
+def _now(self):
+    import builtins
+
+    return round(builtins._fake_now, 6)
+
+
+workbook.vtime.Clock.now.__code__ = _now.__code__
+"""
+#: The hidden probes' module, found through gc, and its op fixture's call replaced.
+_PROBES_OF = """
+
+import gc
+
+
+def _probes_with(name):
+    gc.unfreeze()
+    for found in gc.get_objects():
+        if type(found) is dict and str(found.get("__name__", "")).startswith("_hidden_"):
+            if name in found:
+                return found
+    return {}
+"""
+FIXTURE_REPLACED = (
+    _PROBES_OF
+    + """
+
+_Script = _probes_with("Script").get("Script")
+if _Script is not None:
+    _play = _Script._play
+
+    async def _stamped(self):
+        stamp = len(self.times)
+        try:
+            return await _play(self)
+        finally:  # the stamp the probe took becomes the forger's clock
+            self.times[stamp] = round(builtins._fake_now, 6)
+
+    _Script._play = _stamped
+"""
+)
+#: A blocking wait, its record wiped from the probes' list and the clock moved over it.
+BLOCKING_HIDDEN = "time.sleep(delay); import grader.observe as _o; _o._blocking.clear(); " + _SKIP
+TIME_TESTS = (
+    "retries_transient_then_succeeds",
+    "honors_retry_after",
+    "n_attempts_sleep_n_minus_1_times",
+    "matches_tenacity_on_scripted_failures",
+)
+
+# Build 05: a collect-everything ingest (the known bug), with the line count a probe takes of
+# its file made to look like a streaming one's.
+BUILD05 = MANIFEST.entry("05")
+STREAMING_LOOK = """
+
+import pathlib
+import sys
+
+_real_read_bytes = pathlib.Path.read_bytes
+_asked = [0]
+
+
+def _read_bytes(self):
+    if sys._getframe(1).f_code.co_name in ("lines_in", "file_state"):
+        _asked[0] += 1
+        return b"x\\n" * (10 * ((_asked[0] - 1) // 2))
+    return _real_read_bytes(self)
+
+
+pathlib.Path.read_bytes = _read_bytes
+"""
+LINES_REBOUND = (
+    _PROBES_OF
+    + """
+
+_asked = [0]
+
+
+def _lines_in(path):
+    _asked[0] += 1
+    return 10 * (_asked[0] - 1)
+
+
+_probes_with("lines_in")["lines_in"] = _lines_in
+"""
+)
+
+
+def solution05() -> Notebook:
+    return read(ROOT / str(BUILD05.solution))
+
+
+def build05(make: Callable[[], Notebook]) -> Callable[[Path], object]:
+    return lambda folder: write(folder, make(), Path(BUILD05.path).name)
+
+
+def collecting(code: str = "") -> Callable[[Path], object]:
+    return build05(
+        lambda: (
+            at_end(with_mutant(solution05(), "05", "collects_everything_then_writes"), code)
+            if code
+            else with_mutant(solution05(), "05", "collects_everything_then_writes")
+        )
+    )
+
 
 def with_mutant(nb: Notebook, build: str, name: str) -> Notebook:
     """A copy of `nb` with the known bug `name` of build `build` made in its answer cells."""
@@ -914,6 +1097,67 @@ FORGERIES: tuple[Learner, ...] = (
         build="07",
     ),
 )
+
+TIME_FORGERIES: tuple[Learner, ...] = (
+    Learner(
+        "forge_clock_rewound",
+        cheat(retry("await asyncio.sleep(delay)", EXTRA_WAIT_REWOUND)),
+        twin="twin_clock_rewound",
+        fails=("exhaustion_reraises_the_last_error", "n_attempts_sleep_n_minus_1_times"),
+    ),
+    Learner("twin_clock_rewound", cheat(retry("await asyncio.sleep(delay)", EXTRA_WAIT))),
+    Learner("forge_clock_skipped", cheat(retry(_SKIP)), twin="twin_no_wait", fails=TIME_TESTS),
+    Learner("twin_no_wait", cheat(retry(FAKE_WAIT))),
+    Learner(
+        "forge_sleep_replaced",
+        cheat(retry("await asyncio.sleep(delay)", extra=SLEEP_SKIPS)),
+        twin="twin_sleep_noop",
+        fails=TIME_TESTS,
+    ),
+    Learner("twin_sleep_noop", cheat(retry("await asyncio.sleep(delay)", extra=SLEEP_NOOP))),
+    Learner(
+        "forge_probe_timer_replaced",
+        cheat(retry(FAKE_WAIT, extra=TIMER_REPLACED)),
+        twin="twin_no_wait",
+        fails=TIME_TESTS,
+    ),
+    Learner(
+        "forge_code_swapped",
+        cheat(retry(FAKE_WAIT, extra=CODE_SWAPPED)),
+        twin="twin_no_wait",
+        fails=TIME_TESTS,
+    ),
+    Learner(
+        "forge_fixture_helper_replaced",
+        cheat(retry(FAKE_WAIT, extra=FIXTURE_REPLACED)),
+        twin="twin_no_wait",
+        fails=TIME_TESTS,
+    ),
+    Learner(
+        "forge_blocking_hidden",
+        cheat(retry(BLOCKING_HIDDEN)),
+        twin="twin_blocking",
+        fails=(*TIME_TESTS, "sleeps_on_the_event_loop_not_the_thread"),
+    ),
+    Learner("twin_blocking", cheat(retry("time.sleep(delay)"))),
+    Learner(
+        "forge_stdlib_replaced",
+        collecting(STREAMING_LOOK),
+        twin="twin_collects_everything",
+        build="05",
+        fails=("pages_are_written_as_they_arrive",),
+    ),
+    Learner(
+        "forge_probe_global_rebound",
+        collecting(LINES_REBOUND),
+        twin="twin_collects_everything",
+        build="05",
+        fails=("pages_are_written_as_they_arrive",),
+    ),
+    Learner("twin_collects_everything", collecting(), build="05"),
+)
+
+FORGERIES = FORGERIES + TIME_FORGERIES
 
 CORPUS: tuple[Learner, ...] = ROBUST + CHEATS + FORGERIES
 
