@@ -19,6 +19,7 @@ Nothing is written outside a temporary folder; measuring twice gives the same ve
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import multiprocessing
 import shutil
@@ -105,6 +106,10 @@ class Coverage:
     control: str = ""
     """Empty when the unchanged solution passes every visible check; else what failed."""
     seconds: float = 0.0
+    clauses: int = 0
+    """Clauses of the build's contract table (none measured for a holdout)."""
+    contract: tuple[str, ...] = ()
+    """What keeps the contract from being proven (`contract_problems`)."""
 
     @property
     def known(self) -> tuple[Verdict, ...]:
@@ -133,7 +138,12 @@ class Coverage:
     @property
     def ok(self) -> bool:
         """At or above `TARGET`, every listed wrong answer caught, the solution itself clean."""
-        return self.ratio >= TARGET and not self.listed_survivors and not self.control
+        return (
+            self.ratio >= TARGET
+            and not self.listed_survivors
+            and not self.control
+            and not self.contract
+        )
 
     def summary(self) -> str:
         """One line, as the validity table shows it."""
@@ -142,11 +152,15 @@ class Coverage:
         listed = [v for v in self.verdicts if v.listed]
         if listed:
             text += f"; issue 13's wrong answers: {sum(v.caught for v in listed)} of {len(listed)}"
+        if self.clauses:
+            proven = "each with a known bug they catch" if not self.contract else "not all proven"
+            text += f"; {self.clauses} contract clauses, {proven}"
         return text + f" ({self.seconds:.1f} s)"
 
     def details(self) -> list[str]:
         """A line per survivor (and per problem), for the table's detail rows."""
         lines = [f"the solution itself fails a visible check: {self.control}"] * bool(self.control)
+        lines += [f"contract: {problem}" for problem in self.contract]
         for v in self.verdicts:
             if v.caught:
                 continue
@@ -156,6 +170,84 @@ class Coverage:
             if v.detail:
                 lines.append(f"  {v.detail}")
         return lines
+
+
+# ───────────────────────────────────────────────────────────── the contract, clause by clause
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One promise of a seam's contract (``tests/hidden/buildNN/contract.toml``), with where
+    the notebook or ARC.md makes it and the known bugs that break it."""
+
+    seam: str
+    name: str
+    says: str
+    cites: str
+    bugs: tuple[str, ...]
+
+
+def load_contract(build: str, hidden: Path | None = None) -> tuple[Clause, ...]:
+    """The build's clauses, in file order; () when it has no table. Raises `SuiteError` on a
+    clause missing a key or named twice."""
+    path = suite_dir(build, hidden) / "contract.toml"
+    if not path.exists():
+        return ()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8")).get("clause", [])
+        clauses = tuple(
+            Clause(
+                str(c["seam"]),
+                str(c["name"]),
+                str(c["says"]),
+                str(c["cites"]),
+                tuple(str(b) for b in c["bugs"]),
+            )
+            for c in raw
+        )
+    except (KeyError, TypeError, tomllib.TOMLDecodeError) as exc:
+        raise SuiteError(
+            f"{path}: a clause is not [[clause]] seam/name/says/cites/bugs: {exc}"
+        ) from None
+    names = [f"{c.seam}.{c.name}" for c in clauses]
+    if len(set(names)) != len(names):
+        raise SuiteError(f"{path}: a clause is named twice")
+    return clauses
+
+
+def answer_names(solution: Path) -> set[str]:
+    """The public names the solution's answer cells define (functions, classes, constants):
+    every one needs a contract."""
+    names: set[str] = set()
+    for cell in read_notebook(solution)["cells"]:
+        if "answer" not in cell_tags(cell):
+            continue
+        for node in ast.parse(cell_source(cell)).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return {name for name in names if not name.startswith("_")}
+
+
+def contract_problems(
+    clauses: Sequence[Clause], known: Sequence[str], seams: set[str], caught: set[str]
+) -> list[str]:
+    """What keeps the contract from being proven: a seam without a clause, a clause without a
+    known bug, a bug that is not in ``mutants.toml`` (so no hidden judge is proven to catch
+    it: validity kills every mutant there), or one the visible checks miss (`caught`)."""
+    problems = [f"{seam}: no clause" for seam in sorted(seams - {c.seam for c in clauses})]
+    for clause in clauses:
+        where = f"{clause.seam}.{clause.name}"
+        if not clause.bugs:
+            problems.append(f"{where}: no known bug breaks it")
+        for bug in clause.bugs:
+            if bug not in known:
+                problems.append(f"{where}: {bug} is not a known bug of mutants.toml")
+            elif bug not in caught:
+                problems.append(f"{where}: its bug {bug} survives the visible checks")
+    return problems
 
 
 # ───────────────────────────────────────────────────────────── the temporary copies
@@ -357,6 +449,17 @@ def measure_many(
     for entry in entries:
         mine = [v for job, v in zip(jobs, verdicts, strict=True) if job.build == entry.number]
         control, bugs = mine[0], mine[1:]
+        clauses: tuple[Clause, ...] = ()
+        problems: list[str] = []
+        if not holdout:
+            assert entry.solution is not None
+            clauses = load_contract(entry.number, hidden)
+            problems = contract_problems(
+                clauses,
+                [v.mutant for v in bugs if not v.listed],
+                answer_names(root / entry.solution),
+                {v.mutant for v in bugs if v.caught},
+            )
         out.append(
             Coverage(
                 build=entry.number,
@@ -364,6 +467,8 @@ def measure_many(
                 left_to_graders=left_to_graders(entry.number, root),
                 control=f"{control.caught_by}: {control.detail}" if control.caught else "",
                 seconds=seconds,
+                clauses=len(clauses),
+                contract=tuple(problems),
             )
         )
     return out

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import Runner, SubmissionResult, Suite, SuiteError, has_suite, load_suite, suitemutants
+from grader.coverage import load_contract
 from grader.pool import RunnerPool
 from grader.results import TestResult
 from grader.wheats import (
@@ -184,6 +185,25 @@ def mutant_lines(
     summary = f"{killed} of {len(lines)} killed ({seconds:.1f} s)"
     lines.append(Line("mutants", killed == len(lines) and bool(lines), summary))
     return lines
+
+
+def contract_lines(build: str, hidden: Path, killed: dict[str, set[str]]) -> list[Line]:
+    """The hidden half of the contract's proof: every clause of ``contract.toml`` names a
+    known bug a hidden judge fails (`killed`, from `mutant_lines`). The visible half, and the
+    table's shape, is `grader.coverage`'s."""
+    try:
+        clauses = load_contract(build, hidden)
+    except SuiteError as exc:
+        return [Line("contract", False, "does not load", [str(exc)])]
+    if not clauses:
+        return []
+    problems = [
+        f"{c.seam}.{c.name}: no known bug a hidden judge fails"
+        for c in clauses
+        if not any(bug in killed for bug in c.bugs)
+    ]
+    summary = f"{len(clauses)} clauses, each with a known bug a hidden judge catches"
+    return [Line("contract", not problems, summary if not problems else "not proven", problems)]
 
 
 def learner_tests_line(entry: Entry, root: Path, suite: Suite, pool: RunnerPool) -> Line | None:
@@ -359,6 +379,7 @@ def check_build(entry: Entry, root: Path, hidden: Path, pool: RunnerPool) -> lis
     lines.append(stub_line(stub_result))
     twins: dict[str, set[str]] = {}
     lines.extend(mutant_lines(suite, sources["solution"], pool, entry.number, entry, twins))
+    lines.extend(contract_lines(entry.number, hidden, twins))
     lines.extend(laid_over_lines(entry, root, suite, sources["solution"], pool, twins))
     learner = learner_tests_line(entry, root, suite, pool)
     if learner is not None:

@@ -106,3 +106,57 @@ def test_every_build_reaches_the_target() -> None:
     assert {r.build for r in results} == {"03", "05", "07"}
     for result in results:
         assert result.ok, coverage.report(result)
+
+
+def test_every_seam_needs_a_clause_and_every_clause_a_bug_both_sides_catch(
+    tmp_path: Path,
+) -> None:
+    clauses = (
+        coverage.Clause("f", "returns_one", "f() is 1", "step 1", ("f_returns_two",)),
+        coverage.Clause("f", "raises_on_none", "f(None) raises", "step 1", ()),
+        coverage.Clause("f", "is_fast", "f is fast", "step 2", ("not_a_mutant",)),
+        coverage.Clause("g", "pure", "g changes nothing", "step 3", ("g_mutates",)),
+    )
+    problems = coverage.contract_problems(
+        clauses, ["f_returns_two", "g_mutates"], {"f", "g", "H"}, caught={"f_returns_two"}
+    )
+    assert problems == [
+        "H: no clause",
+        "f.raises_on_none: no known bug breaks it",
+        "f.is_fast: not_a_mutant is not a known bug of mutants.toml",
+        "g.pure: its bug g_mutates survives the visible checks",
+    ]
+    assert (
+        coverage.contract_problems(clauses[:1], ["f_returns_two"], {"f"}, {"f_returns_two"}) == []
+    )
+
+
+def test_a_contract_table_is_read_strictly(tmp_path: Path) -> None:
+    folder = tmp_path / "build03"
+    folder.mkdir()
+    assert coverage.load_contract("03", tmp_path) == ()
+    clause = '[[clause]]\nseam = "f"\nname = "n"\nsays = "s"\ncites = "c"\nbugs = ["b"]\n'
+    (folder / "contract.toml").write_text(clause, encoding="utf-8")
+    assert coverage.load_contract("03", tmp_path) == (coverage.Clause("f", "n", "s", "c", ("b",)),)
+    (folder / "contract.toml").write_text(clause * 2, encoding="utf-8")
+    with pytest.raises(SuiteError, match="named twice"):
+        coverage.load_contract("03", tmp_path)
+    (folder / "contract.toml").write_text('[[clause]]\nseam = "f"\n', encoding="utf-8")
+    with pytest.raises(SuiteError, match="seam/name/says/cites/bugs"):
+        coverage.load_contract("03", tmp_path)
+
+
+def test_the_answer_cells_public_names_are_the_seams() -> None:
+    solution = coverage.repo_root() / "solutions" / "07_build_replay_safe_batch.ipynb"
+    assert coverage.answer_names(solution) == {
+        "SCHEMA",
+        "open_store",
+        "read_checkpoint",
+        "advance_checkpoint",
+        "poison_reason",
+        "UPSERT_NEWER",
+        "upsert_item",
+        "RECORD_FAILURE",
+        "RECOUNT",
+        "ingest_page",
+    }
