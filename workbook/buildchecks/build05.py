@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from etl import EtlError, HttpStatus, ParseError, RateLimited, launch_results, read_jsonl
-from etl.server import Fault, http_date
+from etl.server import Fault, FixtureApp, http_date
 from etl.server.dates import DateForm
 from workbook.buildchecks.build05_source import LAUNCHES, PAGED, SOURCE, listing
 from workbook.buildchecks.http_harness import (
@@ -34,13 +34,15 @@ from workbook.buildchecks.http_harness import (
     NOW,
     NOW_TEXT,
     away_from_utc,
+    build03_ready,
+    client_for,
     counts,
     describe_error,
     ingest_once,
     report_of,
     response,
 )
-from workbook.checks import Checks, Said, expect, expect_equal, outcome
+from workbook.checks import Checks, Said, expect, expect_equal, outcome, outcome_of
 
 CHECKS = Checks("05")
 
@@ -66,14 +68,16 @@ def _date_note(value: str, ok: bool, got: Any) -> str:
 
 @CHECKS.add(step="retry_after")
 def retry_after_reads_seconds_and_dates(ns: Any) -> None:
-    ok, got = outcome(lambda: ns.parse_retry_after("120", NOW))
-    expect(
-        ok and type(got) is float and got == 120.0,
-        f'parse_retry_after("120", now), {NOW_TEXT}',
-        Said.of(ok, got),
-        "returned 120.0 (delay-seconds, as a float)",
-        note="ASCII digits are a number of seconds: float(int(text)).",
-    )
+    for value in ("120", " 120 "):
+        ok, got = outcome(functools.partial(ns.parse_retry_after, value, NOW))
+        expect(
+            ok and type(got) is float and got == 120.0,
+            f"parse_retry_after({value!r}, now), {NOW_TEXT}",
+            Said.of(ok, got),
+            "returned 120.0 (delay-seconds, as a float)",
+            note="ASCII digits are a number of seconds: float(int(text)), once the spaces"
+            " around the value are stripped (value.strip()).",
+        )
     later = NOW + timedelta(seconds=30)
     for form in ("imf", "rfc850", "asctime"):
         value = http_date(later, form)
@@ -106,6 +110,7 @@ MALFORMED = (
     ("²", '"²".isdigit() is True, and int("²") raises ValueError'),
     ("٣", "int() reads Arabic-Indic digits; HTTP only ASCII ones"),
     ("2024-03-01T12:00:30Z", "ISO 8601 is not an HTTP-date"),
+    ("Sun, 06 Nov 99999999999 08:49:37 GMT", "a year no machine integer holds"),
 )
 
 
@@ -116,6 +121,8 @@ def malformed_retry_after_is_none(ns: Any) -> None:
         note = f"{why}. A malformed Retry-After is as good as none: return None."
         if not ok and isinstance(got, ValueError):
             note += " (parsedate_to_datetime raises ValueError on what it cannot read.)"
+        elif not ok and isinstance(got, OverflowError):
+            note += " (parsedate_to_datetime raises OverflowError for a year that large.)"
         elif ok and value in ("²", "٣"):
             note += " Test text.isascii() and text.isdigit()."
         expect(
@@ -179,6 +186,15 @@ def maps_statuses_to_errors(ns: Any) -> None:
             "429 is RateLimited(retry_after), with parse_retry_after of the header.",
         ),
         (
+            "429 with Retry-After: an IMF date 12 s after now",
+            response(429, headers={"Retry-After": http_date(NOW + timedelta(seconds=12))}),
+            RateLimited,
+            None,
+            True,
+            12.0,
+            "A Retry-After date counts from the now given: parse_retry_after(header, now).",
+        ),
+        (
             "503 without Retry-After",
             response(503),
             HttpStatus,
@@ -232,6 +248,7 @@ def bad_json_is_a_parse_error(ns: Any) -> None:
         ("a page cut off mid-way", {"content": b'{"count": 300, "next": null, "resu'}),
         ("an HTML page", {"text": "<html>Please sign in to the Wi-Fi</html>"}),
         ("the JSON [] (not a page)", {"json": []}),
+        ("JSON nested 100,000 deep", {"content": b"[" * 100_000 + b"]" * 100_000}),
     )
     for name, body in bodies:
         made = response(200, **body)
@@ -243,6 +260,11 @@ def bad_json_is_a_parse_error(ns: Any) -> None:
             note = (
                 "response.json() raised: catch ValueError (json's errors are ValueErrors) and"
                 " return ParseError instead of raising."
+            )
+        elif not ok and isinstance(got, RecursionError):
+            note = (
+                "response.json() raised RecursionError (JSON nested deeper than Python's"
+                " recursion limit): catch it too, and return ParseError."
             )
         elif ok and got is not None:
             note = (
@@ -261,15 +283,31 @@ def bad_json_is_a_parse_error(ns: Any) -> None:
 @CHECKS.add(step="errors")
 def any_2xx_with_a_page_is_none(ns: Any) -> None:
     page = {"count": 1, "next": None, "previous": None, "results": launch_results()[:1]}
-    for status in (201, 203):
-        made = response(status, json=page)
+    cases: tuple[tuple[int, dict[str, Any], str, str], ...] = (
+        (201, page, "a page of results", "Success is any status from 200 to 299."),
+        (203, page, "a page of results", "Success is any status from 200 to 299."),
+        (
+            200,
+            {"next": None, "results": []},
+            "a page holding only results [] and next null",
+            "A page needs only a results list and a next (null or a string).",
+        ),
+        (
+            200,
+            {**page, "next": LISTING + "?offset=1", "cursor": "b2Zmc2V0PTE="},
+            "a page with a key besides count, next, previous and results",
+            "Keys a page carries besides results and next change nothing.",
+        ),
+    )
+    for status, body, what, note in cases:
+        made = response(status, json=body)
         ok, got = outcome(functools.partial(ns.error_for_response, made, NOW))
         expect(
             ok and got is None,
-            f"error_for_response({status} with a page of results, now)",
+            f"error_for_response({status} with {what}, now)",
             describe_error(got) if ok else Said.of(ok, got),
             "None: every 2xx holding a page is a page",
-            note="Success is any status from 200 to 299: `200 <= status < 300`.",
+            note=note,
         )
 
 
@@ -310,6 +348,13 @@ for _check in SOURCE:  # registered here, so the checks run in the notebook's or
 # ───────────────────────────────────────────────────────── step 4: ingest
 
 
+async def ingest_at_str(ns: Any, path: str, app: FixtureApp, url: str) -> tuple[bool, Any]:
+    """`ingest_once`, with the file's path given as a str (the signature takes either)."""
+    build03_ready(ns)
+    async with client_for(app) as client:
+        return await outcome_of(ns.ingest(ns.SpaceDevsSource(client, url), path))
+
+
 @CHECKS.add(step="ingest")
 async def second_run_writes_zero_new_rows(ns: Any) -> None:
     with tempfile.TemporaryDirectory() as scratch:
@@ -322,15 +367,17 @@ async def second_run_writes_zero_new_rows(ns: Any) -> None:
             report_of(ok, report),
             f"fetched={LAUNCHES}, written={LAUNCHES}",
         )
-        ok, report = await ingest_once(ns, path, listing(), PAGED)
-        call = "await ingest(source, path) again, with a new source and the same file"
+        ok, report = await ingest_at_str(ns, str(path), listing(), PAGED)
+        call = "await ingest(source, str(path)) again, with a new source and the same file"
+        call += " (its path given as a str this time)"
         expect(
             ok and counts(report) == (LAUNCHES, 0),
             call,
             report_of(ok, report),
             f"fetched={LAUNCHES}, written=0",
             note="Start the sink from the file: IdempotentSink.with_seen(JsonlSink(path),"
-            " the content_key of each row read_jsonl(path) gives back).",
+            " the content_key of each row read_jsonl(path) gives back). path may be a str"
+            " or a Path: Path(path) takes either.",
         )
         lines = read_jsonl(path)
         expect_equal(
@@ -338,6 +385,16 @@ async def second_run_writes_zero_new_rows(ns: Any) -> None:
             len(lines),
             LAUNCHES,
             note="Each launch once, however many runs it took.",
+        )
+        ok, report = await ingest_once(ns, path, listing(faults={0: [Fault.revised()]}), PAGED)
+        call = "await ingest(source, path) a third time, the first launch now a day later"
+        expect(
+            ok and counts(report) == (LAUNCHES, 1),
+            call,
+            report_of(ok, report),
+            f"fetched={LAUNCHES}, written=1 (the launch whose content changed)",
+            note="A launch whose content changed has a new content key: it is a new row,"
+            " written once beside the old one. Skip by content key, never by id.",
         )
 
 

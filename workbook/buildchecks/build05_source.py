@@ -112,12 +112,15 @@ async def honors_retry_after_on_429(ns: Any) -> None:
 
 @SOURCE.add(step="source")
 async def page_deadline_cuts_a_hang(ns: Any) -> None:
-    for offset, size, count, timeout in ((20, 20, LAUNCHES, 10.0), (60, 30, 90, 1.5)):
+    # page_timeout not given: the default's 10 s deadline; then one given.
+    for offset, size, count, given in ((20, 20, LAUNCHES, None), (60, 30, 90, 1.5)):
         app = FixtureApp({offset: [Fault.hang(600)]}, results=served(count))
         call = f"launches(), {size} a page, the page at offset {offset} silent for 600 s once,"
-        call += f" page_timeout={timeout}"
+        call += " page_timeout not given (10 s)" if given is None else f" page_timeout={given}"
         url = f"{LISTING}?limit={size}"
-        ok, error, got, waited, real = await read_all(ns, app, url, page_timeout=timeout)
+        timeout = 10.0 if given is None else given
+        options: dict[str, Any] = {} if given is None else {"page_timeout": given}
+        ok, error, got, waited, real = await read_all(ns, app, url, **options)
         expect_every_launch(call, ok, error, got, count)
         expect(
             real < SOURCE_REAL_SECONDS, f"{call}: real seconds", round(real, 2), "well under 1 s"
@@ -132,7 +135,7 @@ async def page_deadline_cuts_a_hang(ns: Any) -> None:
                 " Wrap client.get in `async with asyncio.timeout(self.page_timeout):`."
                 if waited >= 600
                 else "Bound each attempt with asyncio.timeout(self.page_timeout), the timeout"
-                " given, inside fetch_page."
+                " given (10.0 by default: page_timeout: float = 10.0), inside fetch_page."
             ),
         )
 
@@ -222,6 +225,13 @@ async def next_leading_back_is_a_parse_error(ns: Any) -> None:
         " ParseError: the listing loops, and following it would never end."
     )
     expect_stopped(call, ok, error, got, ParseError, 60, note)
+    expect_equal(
+        f"{call}: requests for the page at offset 20",
+        requests_for(app, 20),
+        1,
+        note="Raise the ParseError instead of fetching the repeated URL: check the URL against"
+        " those fetched before requesting it.",
+    )
 
 
 @SOURCE.add(step="source")

@@ -176,6 +176,7 @@ GOOD_PAGES: tuple[ResponseSpec, ...] = (
     ("201 with a page", 201, {}, {"json": PAGE}),
     ("203 with a page", 203, {}, {"json": PAGE}),
     ("200 with an empty page", 200, {}, {"json": {**PAGE, "results": []}}),
+    ("200 with only results and next", 200, {}, {"json": {"next": None, "results": []}}),
 )
 NOT_PAGES: tuple[ResponseSpec, ...] = (
     ("200, cut off", 200, {}, {"content": b'{"count": 300, "next": null, "resu'}),
