@@ -508,10 +508,17 @@ def main(argv: list[str] | None = None) -> int:
     except SuiteError as exc:
         print(f"coverage: {exc}", file=sys.stderr)
         return 2
+    if args.holdout:  # a measurement of how the checks generalise, never a failure
+        for coverage in results:
+            print(
+                f"build {coverage.build}  {coverage.caught} of {coverage.total} holdout bugs"
+                f" caught by the visible checks ({coverage.ratio:.0%}, {coverage.seconds:.1f} s)"
+            )
+            if args.verbose:
+                print("\n".join(f"    {line}" for line in coverage.details()))
+        return 0
     for coverage in results:
         print(report(coverage, verbose=args.verbose))
-    if args.holdout:
-        return 0
     failing = [c.build for c in results if not c.ok]
     if failing:
         print(f"coverage FAILED for build(s) {', '.join(failing)}")
