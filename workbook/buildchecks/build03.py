@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import itertools
 import math
 import random
 import re
@@ -90,6 +91,8 @@ def fnv1a_vectors(ns: Any) -> None:
 
 #: sha256(b"row\x00x"), the published SHA-256 of those four bytes.
 SHA256_ROW_NUL_X = "1a6787d3e9f760f3e6b0194d997042b2e554bf4970cce7f365ca0929a7e43123"
+#: sha256("row\x00Союз ✓".encode("utf-8")): non-ASCII text hashed as its UTF-8 bytes.
+SHA256_ROW_NUL_SOYUZ = "a86a6f1bbf7c98270b86f5b7eb47bf9816ee17776ecc2a58cc3216503b180574"
 
 
 @CHECKS.add(step="content_id")
@@ -138,6 +141,21 @@ def same_content_hashes_stable_distinct_content_differs(ns: Any) -> None:
         note="Expected sha256 of the UTF-8 bytes of the kind, one 0x00 byte, then canonical: "
         'hashlib.sha256(b"row\\x00x").hexdigest().',
     )
+    east, west = ns.content_id("row", "酒泉"), ns.content_id("row", "北京")
+    expect(
+        east != west,
+        'content_id("row", "酒泉") and content_id("row", "北京")',
+        Said(f"the same id twice: {east!r}"),
+        "two different ids",
+        note='Hash the text as UTF-8 (.encode("utf-8")): an ASCII encoding that drops or'
+        " replaces the other characters makes different text collide.",
+    )
+    expect_equal(
+        'content_id("row", "Союз ✓")',
+        ns.content_id("row", "Союз ✓"),
+        SHA256_ROW_NUL_SOYUZ,
+        note='Expected hashlib.sha256("row\\x00Союз ✓".encode("utf-8")).hexdigest().',
+    )
 
 
 # ───────────────────────────────────────────────────────── step 2: content_key
@@ -145,6 +163,26 @@ def same_content_hashes_stable_distinct_content_differs(ns: Any) -> None:
 CANONICAL_NOTE = (
     "The canonical form is json.dumps(dataclasses.asdict(row), sort_keys=True,"
     ' separators=(",", ":"), ensure_ascii=False, allow_nan=False).'
+)
+
+
+#: A launch of the checks' own, and its canonical JSON written out: its key is tagged "row" too.
+VOSTOK = Launch(
+    id="ll2-0001",
+    name="Vostok 1",
+    net="1961-04-12T06:07:00Z",
+    status="Success",
+    provider="OKB-1",
+    rocket="Vostok-K",
+    pad="Gagarin's Start",
+    location="Baikonur",
+    latitude=45.92,
+    longitude=63.342,
+)
+VOSTOK_CANONICAL = (
+    '{"id":"ll2-0001","latitude":45.92,"location":"Baikonur","longitude":63.342,'
+    '"mission":null,"name":"Vostok 1","net":"1961-04-12T06:07:00Z","orbit":null,'
+    '"pad":"Gagarin\'s Start","provider":"OKB-1","rocket":"Vostok-K","status":"Success"}'
 )
 
 
@@ -177,12 +215,15 @@ def content_key_is_stable_and_distinguishes_rows(ns: Any) -> None:
     for row, canonical in (
         (Row("ISS", 420.0), '{"alt_km":420.0,"name":"ISS"}'),
         (Row("Jiuquan 酒泉", 40.96), '{"alt_km":40.96,"name":"Jiuquan 酒泉"}'),
+        (VOSTOK, VOSTOK_CANONICAL),
     ):
+        label = "Launch(id='ll2-0001', name='Vostok 1', ...)" if row is VOSTOK else repr(row)
         expect_equal(
-            f"content_key({row!r})",
+            f"content_key({label})",
             ns.content_key(row),
             ns.content_id("row", canonical),
-            note=f"That is content_id('row', {canonical!r}). {CANONICAL_NOTE}",
+            note=f"That is content_id('row', {canonical!r}): the kind is \"row\" for every"
+            f" row, a Launch included. {CANONICAL_NOTE}",
         )
     for name in ("Alpha", "Beta"):
         expect_raises(
@@ -207,26 +248,68 @@ def content_key_is_stable_and_distinguishes_rows(ns: Any) -> None:
 
 async def run_loads(
     ns: Any, first: int, loads: Sequence[Load], end: str, note: str, *, failures: int = 0
-) -> None:
+) -> Destination:
     """`expect_loads` on a new ``IdempotentSink(inner)``, a, b, c, d being fixture launches
-    `first` to `first` + 3, inner's first `failures` writes raising NetworkError."""
+    `first` to `first` + 3, inner's first `failures` writes raising NetworkError; the inner."""
     inner = Destination(failures=failures)
     made = "sink = IdempotentSink(inner)"
     made += ", inner's first write raising NetworkError" if failures else ""
     rows = launches()[first : first + 4]
     await expect_loads(ns.IdempotentSink(inner), inner, made, rows, loads, end, note)
+    return inner
+
+
+class Reporting(Destination):
+    """An inner sink whose load returns `count` whatever it was given (a store that reports
+    how many rows were new to it)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.count = count
+
+    async def load(self, rows: Sequence[Any]) -> int:
+        await super().load(rows)
+        return self.count
 
 
 @CHECKS.add(step="sink")
 async def rerun_writes_zero_new_rows(ns: Any) -> None:
     note = "Every key is remembered from the first load: nothing is new, nothing is written."
-    await run_loads(ns, 0, [("a b", 2), ("a b", 0)], "a b", note)
+    inner = await run_loads(ns, 0, [("a b", 2), ("a b", 0)], "a b", note)
+    expect_equal(
+        "sink.load([a, b]) twice: the sizes of inner's loads (inner.calls)",
+        inner.calls,
+        [2],
+        note="One inner.load call for a load with anything new, with all its fresh rows; none"
+        " at all when no row is new (return 0 then).",
+    )
 
 
 @CHECKS.add(step="sink")
 async def distinct_rows_all_written(ns: Any) -> None:
     note = "Three different rows, three keys, three writes; return what inner.load returned."
-    await run_loads(ns, 10, [("a b c", 3)], "a b c", note)
+    inner = await run_loads(ns, 10, [("a b c", 3)], "a b c", note)
+    expect_equal(
+        "sink.load([a, b, c]): the sizes of inner's loads (inner.calls)",
+        inner.calls,
+        [3],
+        note="Hand inner the fresh rows in one call: await inner.load(fresh_rows).",
+    )
+    reporting = Reporting(1)
+    rows = launches()[14:17]
+    call = (
+        "sink = IdempotentSink(inner), inner.load returning 1 whatever it is given;"
+        " await sink.load(three new rows)"
+    )
+    ok, got = await outcome_of(ns.IdempotentSink(reporting).load(rows))
+    expect(
+        ok and type(got) is int and got == 1,
+        call,
+        Said.of(ok, got),
+        "returned 1, what inner.load returned",
+        note="Return what inner.load returned (how many rows reached the store), not how many"
+        " rows you handed it.",
+    )
 
 
 @CHECKS.add(step="sink")
@@ -288,6 +371,19 @@ async def each_sink_starts_from_its_own_keys(ns: Any) -> None:
     made = "sink = IdempotentSink.with_seen(inner, the keys of a and c, as a generator)"
     note = "with_seen returns a sink that treats the keys given (any iterable) as already written."
     await expect_loads(sink, inner, made, rows, [("a b c", 1)], "b", note)
+    inner = Destination()
+    nested = ns.IdempotentSink(ns.IdempotentSink(inner))
+    call = "IdempotentSink(IdempotentSink(inner)).load([a, b]), given 60 s"
+    ok, got = await outcome_of(asyncio.wait_for(nested.load(rows[:2]), 60.0))
+    expect(
+        ok and type(got) is int and got == 2 and len(inner.rows) == 2,
+        call,
+        Said.of(ok, got),
+        "returned 2, inner holding a and b",
+        note="Each sink makes its own asyncio.Lock in __init__: a lock shared by every sink"
+        " (a class attribute) makes the outer sink's load wait for itself, and ties every sink"
+        " to one event loop.",
+    )
 
 
 # ───────────────────────────────────────────────────────── step 4: policy and backoff
@@ -295,6 +391,7 @@ async def each_sink_starts_from_its_own_keys(ns: Any) -> None:
 BACKOFF_CASES: tuple[tuple[dict[str, Any], tuple[float, ...]], ...] = (
     ({}, (0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 10.0, 10.0)),  # the Predict of step 4
     ({"base_delay": 0.3, "max_delay": 2.0}, (0.3, 0.6, 1.2, 2.0, 2.0)),
+    ({"base_delay": 1, "max_delay": 4}, (1.0, 2.0, 4.0, 4.0)),  # whole numbers, float waits
 )
 
 
@@ -314,17 +411,20 @@ def backoff_doubles_then_caps(ns: Any) -> None:
     note = "2 ** 4999 is past any float: catch OverflowError and return max_delay."
     call = "backoff_delay(RetryPolicy(), 5000)"
     expect(ok and got == 10.0, call, Said.of(ok, got), "returned 10.0 (the cap)", note)
-    expect_raises(
-        ValueError,
-        "backoff_delay(RetryPolicy(), -1)",
-        lambda: ns.backoff_delay(ns.RetryPolicy(), -1),
-        note="Attempts count from 1: refuse anything lower.",
-    )
+    for attempt in (-1, 0):
+        expect_raises(
+            ValueError,
+            f"backoff_delay(RetryPolicy(), {attempt})",
+            functools.partial(ns.backoff_delay, ns.RetryPolicy(), attempt),
+            note="Attempts count from 1: refuse anything lower, 0 included (attempt < 1).",
+        )
 
 
 BAD_POLICIES: tuple[dict[str, Any], ...] = (
     {"max_attempts": -2},
     {"max_attempts": 3, "base_delay": math.nan},
+    {"base_delay": -0.5},
+    {"base_delay": -2.0, "max_delay": -1.0},
     {"base_delay": 1.0, "max_delay": math.inf},
     {"base_delay": 3.0, "max_delay": 0.3},
     {"jitter": "decorrelated"},
@@ -349,6 +449,17 @@ def bad_policies_are_refused(ns: Any) -> None:
     for kwargs in GOOD_POLICIES:
         ok, got = outcome(functools.partial(ns.RetryPolicy, **kwargs))
         expect(ok, policy_text(kwargs), Said.of(ok, got), "a policy (this one is valid)")
+    policy = ns.RetryPolicy()
+
+    def change() -> None:
+        policy.max_attempts = 99
+
+    expect_raises(
+        dataclasses.FrozenInstanceError,
+        "policy = RetryPolicy(); policy.max_attempts = 99",
+        change,
+        note="A policy is checked once, when it is made: @dataclass(frozen=True) keeps it so.",
+    )
 
 
 # ───────────────────────────────────────────────────────── step 5: with_retry
@@ -360,11 +471,41 @@ async def gives_up_on_permanent_immediately(ns: Any) -> None:
     await expect_retry(ns, {}, op, "raising ParseError('bad JSON') every time", RAISES, [0.0])
 
 
+async def expect_jittered_waits(ns: Any) -> None:
+    """with_retry on a policy with jitter="full": its backoff waits are jittered."""
+    kwargs = {"max_attempts": 5, "base_delay": 1.0, "max_delay": 8.0, "jitter": "full"}
+    ceilings = [1.0, 2.0, 4.0, 8.0]
+    op = ScriptedOp(*[lambda: NetworkError("connection reset")] * 4, lambda: "ok")
+    state = random.getstate()  # with_retry draws from the random module: seed it, then restore
+    random.seed(2026)
+    try:
+        start = loop_time()
+        ok, got = await outcome_of(ns.with_retry(ns.RetryPolicy(**kwargs), op))
+    finally:
+        random.setstate(state)
+    called = [t - start for t in op.times]
+    waits = [round(b - a, 6) for a, b in itertools.pairwise(called)]
+    call = f"await with_retry({policy_text(kwargs)}, op), op raising NetworkError 4 times,"
+    call += " then returning 'ok'"
+    expect(ok and got == "ok", call, Said.of(ok, got), "returned 'ok'")
+    expect(
+        len(waits) == 4
+        and all(0.0 <= w <= c + 1e-6 for w, c in zip(waits, ceilings, strict=True))
+        and waits != ceilings,
+        f"{call}: the waits between calls",
+        waits,
+        f"4 jittered waits, each from 0 to its ceiling {ceilings}",
+        note="Wait backoff_delay(policy, attempt): it applies the policy's jitter. A backoff"
+        " computed in with_retry itself never jitters.",
+    )
+
+
 @CHECKS.add(step="with_retry")
 async def retries_transient_then_succeeds(ns: Any) -> None:
     op = ScriptedOp(*[lambda: NetworkError("connection reset")] * 2, lambda: 42)
     label = "raising NetworkError twice, then returning 42"
     await expect_retry(ns, {}, op, label, 42, [0.0, 0.2, 0.6])
+    await expect_jittered_waits(ns)
 
 
 @CHECKS.add(step="with_retry")
@@ -511,6 +652,16 @@ def full_jitter_stays_within_bounds(ns: Any) -> None:
         "0.4: rng.uniform(0.0, 1.6) with that rng, a quarter of the way up from 0",
         note="Draw rng.uniform(0.0, ceiling), low bound first: uniform(ceiling, 0.0) is as well"
         " spread, but gives other waits for the same seed than the spec's draw.",
+    )
+    flat = ns.RetryPolicy(base_delay=0.0, max_delay=0.0, jitter="full")
+    zero = ns.backoff_delay(flat, 1, rng=random.Random(7))
+    expect(
+        type(zero) is float and zero == 0.0,
+        'backoff_delay(RetryPolicy(base_delay=0.0, max_delay=0.0, jitter="full"), 1,'
+        " rng=random.Random(7))",
+        zero,
+        "0.0, a float: rng.uniform(0.0, 0.0)",
+        note="full_jitter always returns a float, a ceiling of 0 included: draw it.",
     )
     plain = ns.backoff_delay(ns.RetryPolicy(), 3, rng=random.Random(7))
     expect_equal(

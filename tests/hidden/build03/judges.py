@@ -366,6 +366,26 @@ def test_distinct_rows_all_written(observed: Observed) -> None:
     steps = sink_steps(seen, call)
     equal(call, ok(steps["load"], call), len(rows))
     equal("the rows inner received, in order", steps["written"], ids_of(rows))
+    names = [row.name for row in P.UNSORTED_ROWS]
+    listing = ", ".join(f"Row({row.name!r}, {row.alt_km!r})" for row in P.UNSORTED_ROWS)
+    fixed = f"IdempotentSink(inner).load([{listing}])"
+    equal(fixed, ok(steps["fixed"], fixed), len(names))
+    equal(
+        f"{fixed}: the batches inner received",
+        steps["fixed_loads"],
+        [names],
+        note="One inner.load call, with the fresh rows in their batch order (never sorted).",
+    )
+    reported = (
+        f"IdempotentSink(inner).load(those {len(names)} rows), inner.load returning"
+        f" {P.INNER_REPORTS} whatever it is given"
+    )
+    equal(
+        reported,
+        ok(steps["reported"], reported),
+        P.INNER_REPORTS,
+        note="Return what inner.load returned, not how many rows you handed it.",
+    )
 
 
 def test_gives_up_on_permanent_immediately(observed: Observed) -> None:
@@ -447,6 +467,15 @@ def test_full_jitter_stays_within_bounds(observed: Observed) -> None:
     )
     plain_call = f"backoff_delay(RetryPolicy(), 3, rng=random.Random({five_seed}))"
     equal(plain_call, ok(seen["plain"], plain_call), [0.8])
+    zero_call = (
+        f"three backoff_delay({describe_policy(P.ZERO_CEILING)}, 1, rng=random.Random({five_seed}))"
+    )
+    equal(
+        zero_call,
+        ok(seen["zero"], zero_call),
+        [0.0, 0.0, 0.0],
+        note="full_jitter returns a float, rng.uniform(0, ceiling), a ceiling of 0 included.",
+    )
 
 
 # ─────────────────────────────────────────────────────────────── hidden: ids and keys
@@ -694,6 +723,15 @@ def test_each_sink_remembers_its_own_keys(observed: Observed) -> None:
         note="A new sink starts with no keys, whatever other sinks have loaded.",
     )
     equal("the rows inner2 received", steps["second_written"], ids_of(rows))
+    nested = f"IdempotentSink(IdempotentSink(inner3)).load(rows), given {P.NESTED_SECONDS:g} s"
+    equal(
+        nested,
+        ok(steps["nested"], nested),
+        2,
+        note="Each sink makes its own asyncio.Lock in __init__: a lock shared by every sink"
+        " makes the outer load wait for itself.",
+    )
+    equal(f"{nested}: the rows inner3 received", steps["nested_written"], ids_of(rows))
 
 
 # ─────────────────────────────────────────────────────────────── hidden: the retry loop

@@ -408,6 +408,7 @@ def draw_policies(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[s
 #: (policy keyword arguments, attempts) for backoff_delay's schedule.
 BACKOFF_CASES: tuple[tuple[dict[str, Any], tuple[int, ...]], ...] = (
     ({}, tuple(range(1, 13))),
+    ({"base_delay": 1, "max_delay": 4}, (1, 2, 3, 4)),  # whole numbers: the waits are floats
     ({"base_delay": 0.5, "max_delay": 3.0}, tuple(range(1, 8))),
     ({"base_delay": 0.05, "max_delay": 60.0}, (1, 2, 5, 10, 11, 12, 20)),
 )
@@ -497,11 +498,13 @@ async def settle(awaitable: Awaitable[Any]) -> JSON:
 
 
 class CountingSink:
-    """The probes' own inner sink: records each load's rows by id, can fail or be slow."""
+    """The probes' own inner sink: records each load's rows by id, can fail or be slow, and
+    can report a count of its own (`reports`) instead of the rows it was given."""
 
-    def __init__(self, fail_first: int = 0, delay: float = 0.0) -> None:
+    def __init__(self, fail_first: int = 0, delay: float = 0.0, reports: int | None = None) -> None:
         self.fail_first = fail_first
         self.delay = delay
+        self.reports = reports
         self.loads: list[list[JSON]] = []
         self.written: list[JSON] = []
 
@@ -513,7 +516,7 @@ class CountingSink:
         if len(self.loads) <= self.fail_first:
             raise NetworkError("connection dropped mid-write")
         self.written.extend(batch)
-        return len(batch)
+        return len(batch) if self.reports is None else self.reports
 
 
 def row_id(row: Any) -> JSON:
@@ -613,14 +616,38 @@ def rerun_writes_zero(ns: ModuleType, rng: random.Random) -> JSON:
     return sink_run(scenario, ns)
 
 
+#: Rows whose batch order is neither the order of their keys nor of their names (fixed, so
+#: that a sink writing its fresh rows in any sorted order is caught whatever is drawn).
+UNSORTED_ROWS: tuple[Row, ...] = (
+    Row("Zenit-2", 410.5),
+    Row("Angara A5", 200.0),
+    Row("Proton-M", 35786.0),
+    Row("Kosmos-3M", 1500.25),
+    Row("Rokot", 640.0),
+)
+#: What the reporting inner sink's load returns, whatever it is given.
+INNER_REPORTS = 1
+
+
 @PROBES.seeded("distinct_rows_all_written")
 def distinct_rows(ns: ModuleType, rng: random.Random) -> JSON:
     rows = draw_launches(rng, rng.randint(3, 6), "distinct_rows_all_written")
 
     async def scenario(ns: ModuleType) -> JSON:
+        sink_class = need(ns, "IdempotentSink")
         inner = CountingSink()
-        sink = need(ns, "IdempotentSink")(inner)
-        return {"load": await settle(sink.load(rows)), "written": inner.written}
+        load = await settle(sink_class(inner).load(rows))
+        unsorted = CountingSink()
+        fixed = await settle(sink_class(unsorted).load(list(UNSORTED_ROWS)))
+        reporting = CountingSink(reports=INNER_REPORTS)
+        reported = await settle(sink_class(reporting).load(list(UNSORTED_ROWS)))
+        return {
+            "load": load,
+            "written": inner.written,
+            "fixed": fixed,
+            "fixed_loads": unsorted.loads,
+            "reported": reported,
+        }
 
     return sink_run(scenario, ns)
 
@@ -680,6 +707,10 @@ def draws(ns: ModuleType, kwargs: dict[str, Any], attempt_no: int, seed: int, co
     return attempt(go)
 
 
+#: A jittered policy whose every ceiling is 0: each wait is rng.uniform(0, 0), a float.
+ZERO_CEILING: dict[str, Any] = {"base_delay": 0.0, "max_delay": 0.0, "jitter": "full"}
+
+
 def bounds_inputs(rng: random.Random) -> tuple[list[int], int]:
     """The draws per attempt number 1 to 9, and the seed of the five repeated draws."""
     return draw_counts(rng, 9, VISIBLE_JITTER_DRAWS), rng.randrange(10**9)
@@ -693,6 +724,7 @@ def jitter_bounds(ns: ModuleType, rng: random.Random) -> JSON:
         "draws": [draws(ns, full, n, 1000 + n, count) for n, count in enumerate(counts, start=1)],
         "five": [draws(ns, full, 4, five, 5), draws(ns, full, 4, five, 5)],
         "plain": draws(ns, {}, 3, five, 1),
+        "zero": draws(ns, ZERO_CEILING, 1, five, 3),
     }
 
 
@@ -841,6 +873,10 @@ def with_seen(ns: ModuleType, rng: random.Random) -> JSON:
     return sink_run(scenario, ns)
 
 
+#: Virtual seconds a sink around another sink is given to load (it needs none).
+NESTED_SECONDS = 60.0
+
+
 @PROBES.seeded("each_sink_remembers_its_own_keys")
 def own_memory(ns: ModuleType, rng: random.Random) -> JSON:
     rows = draw_launches(rng, 2, "each_sink_remembers_its_own_keys")
@@ -850,7 +886,17 @@ def own_memory(ns: ModuleType, rng: random.Random) -> JSON:
         first_inner, second_inner = CountingSink(), CountingSink()
         first = await settle(sink_class(first_inner).load(rows))
         second = await settle(sink_class(second_inner).load(rows))
-        return {"first": first, "second": second, "second_written": second_inner.written}
+        # A sink around another: each has its own lock, so neither waits for the other.
+        third_inner = CountingSink()
+        nested = sink_class(sink_class(third_inner))
+        around = await settle(asyncio.wait_for(nested.load(rows), NESTED_SECONDS))
+        return {
+            "first": first,
+            "second": second,
+            "second_written": second_inner.written,
+            "nested": around,
+            "nested_written": third_inner.written,
+        }
 
     return sink_run(scenario, ns)
 
