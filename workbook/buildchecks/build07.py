@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+from types import MappingProxyType
 from typing import Any
 
 from workbook.buildchecks.sqlite_harness import (
@@ -97,8 +98,27 @@ def store_has_the_pinned_schema(ns: Any) -> None:
                     keys,
                     "tenant and source leading",
                 )
+            db.execute(
+                "INSERT INTO items (tenant, source, item_id, version, payload)"
+                " VALUES ('acme', 'll2', 'kept', 1, '{}')"
+            )
+            db.commit()
         finally:
             db.close()
+        call = "open_store(path) on a store holding an item ('acme', 'll2', 'kept')"
+        again = ns.open_store(path)
+        again.close()
+        db = sqlite3.connect(path)
+        try:
+            rows = db.execute("SELECT tenant, source, item_id FROM items").fetchall()
+        finally:
+            db.close()
+        expect_equal(
+            f"{call}; then the items table",
+            rows,
+            [("acme", "ll2", "kept")],
+            note="A restart opens the same file: CREATE TABLE IF NOT EXISTS, never DROP.",
+        )
 
 
 @CHECKS.add(step="open_store")
@@ -149,7 +169,19 @@ CHECKPOINT_CALLS: tuple[tuple[str, tuple[Any, ...], Any], ...] = (
     ("advance_checkpoint", (TENANT, "snapi", "p5", "p6"), True),
     ("advance_checkpoint", (TENANT, "snapi", "p4", "p5"), False),
     ("read_checkpoint", (TENANT, "snapi"), "p6"),
+    # A cursor that looks like a number is still the str that was stored.
+    ("advance_checkpoint", (TENANT, "rss", None, "40"), True),
+    ("read_checkpoint", (TENANT, "rss"), "40"),
+    ("advance_checkpoint", (TENANT, "rss", "40", "80"), True),
+    ("read_checkpoint", (TENANT, "rss"), "80"),
 )
+#: The checkpoints table after CHECKPOINT_CALLS: advance_checkpoint alone never counts items.
+CHECKPOINT_ROWS = [
+    (TENANT, SOURCE, "p2", 0),
+    (TENANT, "rss", "80", 0),
+    (TENANT, "snapi", "p6", 0),
+    (OTHER, SOURCE, "q1", 0),
+]
 
 
 @CHECKS.add(step="checkpoints")
@@ -167,6 +199,13 @@ def checkpoint_moves_only_by_compare_and_set(ns: Any) -> None:
             )
             expect_equal(f"after {before}: {call}", got, want, note=note)
             before = call
+        expect_equal(
+            "the checkpoints table after those calls",
+            s.state()["checkpoints"],
+            CHECKPOINT_ROWS,
+            note="A first row is (tenant, source, next_cursor, 0): item_count 0 until a page"
+            " recounts it; cursor is TEXT, stored and returned as the str it was given.",
+        )
 
 
 # ───────────────────────────────────────────────────────────── step 3: poison_reason
@@ -182,6 +221,11 @@ POISON_CASES: tuple[tuple[Any, str | None], ...] = (
     ({"id": "a", "version": True, "payload": {}}, BAD_VERSION),
     ({"id": "a", "version": "7", "payload": {}}, BAD_VERSION),
     ({"id": "b", "version": 2**63, "payload": {}}, BAD_VERSION),
+    ({"id": "b", "version": -(2**63) - 1, "payload": {}}, BAD_VERSION),
+    ({"id": "b", "version": 2**63 - 1, "payload": {}}, None),  # the range is inclusive
+    ({"id": "b", "version": -(2**63), "payload": {}}, None),
+    ({"id": "f", "version": 2.0, "payload": {}}, BAD_VERSION),
+    (MappingProxyType({"id": "m", "version": 1, "payload": {}}), None),  # any Mapping
     ({"id": "e", "version": -1, "payload": {"lat": math.nan}}, NOT_CANONICAL),
     ({"id": "a", "payload": {"lat": math.inf}}, BAD_VERSION),  # the version's rule comes first
     ({"id": "c", "version": 3}, NOT_CANONICAL),
@@ -313,6 +357,21 @@ def replay_same_batch_same_fixed_point(ns: Any) -> None:
                 " is written, and the outcome carries the persisted cursor.",
             )
             expect_same_state(f"after pages 1-3, {label}", s.state(), once, "as after pages 1-3")
+        expect_outcome(
+            "after pages 1-3: ingest_page(..., items=[], expected_cursor='p3', next_cursor='p4')",
+            s.ingest([], "p3", "p4"),
+            (0, 0, 0, True, "p4"),
+            note="An empty page moves the checkpoint too: the source is past it.",
+        )
+        twice = [item(12), item(12, 2, status="Failure"), item(13), item(13)]
+        expect_outcome(
+            "then ingest_page(..., items=[launch 12 v1, launch 12 v2, launch 13 v1, launch 13"
+            " v1], expected_cursor='p4', next_cursor='p5')",
+            s.ingest(twice, "p4", "p5"),
+            (3, 1, 0, True, "p5"),
+            note="Take the items in page order, each counted once, as if delivered one after"
+            " the other: a repeated id is applied or unchanged, never skipped.",
+        )
 
 
 @CHECKS.add(step="ingest_page")
@@ -436,6 +495,26 @@ def poison_item_recorded_later_items_terminal(ns: Any) -> None:
         expect_outcome(
             f"{call}; then page 2 from 'p1'", s.ingest(page(4), "p1", "p2"), (4, 0, 0, True, "p2")
         )
+        call = f"{call}; page 2; then page 3 from 'p2': launch 21 again (version '7'), launch 24"
+        try:
+            again: Any = s.ingest([{**item(21), "version": "7"}, item(24)], "p2", "p3")
+        except sqlite3.Error as exc:
+            again = exc
+        expect_outcome(
+            call,
+            again,
+            (1, 0, 1, True, "p3"),
+            note="Poison recorded already is rejected again, without an error: ON CONFLICT"
+            " (tenant, source, item_id) DO NOTHING.",
+        )
+        state = s.state()
+        expect(
+            state["failures"] == want,
+            f"{call}: the failures table",
+            rows_text(state, "failures"),
+            f"{rows_text({'failures': want}, 'failures')!r}: the first record stands",
+            note="DO NOTHING on a conflict, never DO UPDATE: the first reason and seen_at stay.",
+        )
 
 
 @CHECKS.add(step="ingest_page")
@@ -464,6 +543,15 @@ def tenants_never_collide(ns: Any) -> None:
             f"{call}: the checkpoints table",
             state["checkpoints"],
             [(TENANT, SOURCE, "a1", 3), (OTHER, SOURCE, "b1", 3)],
+        )
+        call = f"{call}; then acme's next page (launch 74) from 'a1'"
+        expect_outcome(call, s.ingest([item(74)], "a1", "a2", tenant=TENANT), (1, 0, 0, True, "a2"))
+        expect_equal(
+            f"{call}: the checkpoints table",
+            s.state()["checkpoints"],
+            [(TENANT, SOURCE, "a2", 4), (OTHER, SOURCE, "b1", 3)],
+            note="Recount this tenant's source into its own checkpoint row only: WHERE tenant"
+            " = ? AND source = ?, in the COUNT(*) and in the UPDATE.",
         )
 
 

@@ -33,7 +33,7 @@ import signal
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 from typing import Any
 
 from etl import Launch, launches
@@ -109,8 +109,13 @@ class Inputs:
         return self.launch(index).id
 
     def cursor(self, name: str | None) -> str | None:
-        """A scenario's cursor ("p1") as this submission's probes send it."""
-        return None if name is None else f"{name}.{self.mark}"
+        """A scenario's cursor ("p1") as this submission's probes send it; a name of digits
+        only ("40") stays digits only, a cursor that looks like a number."""
+        if name is None:
+            return None
+        if name.isdigit():
+            return str(int(name) * 1000 + int(self.mark, 16) % 1000)
+        return f"{name}.{self.mark}"
 
     def page(self, name: str) -> list[Any]:
         return PAGES[name](self)
@@ -833,6 +838,11 @@ CHECKPOINT_CALLS: tuple[tuple[Any, ...], ...] = (
     ("read", OTHER_TENANT, SOURCE),
     ("read", TENANT, OTHER_SOURCE),
     ("read", TENANT, SOURCE),
+    # Cursors of digits only: still the str that was stored (cursor is TEXT).
+    ("advance", TENANT, OTHER_SOURCE, None, "40"),
+    ("read", TENANT, OTHER_SOURCE),
+    ("advance", TENANT, OTHER_SOURCE, "40", "80"),
+    ("read", TENANT, OTHER_SOURCE),
 )
 
 
@@ -877,6 +887,8 @@ def checkpoint_cas(ns: ModuleType, rng: random.Random) -> JSON:
 def classified_items(s: Inputs, rng: random.Random) -> list[Any]:
     """Every kind of poison and of good item, in an order drawn for the submission."""
     items = s.page("every_poison") + s.page("canonical") + s.page("edge_versions")
+    # Any Mapping is an item, not only a dict.
+    items.append(MappingProxyType({"id": f"proxy.{s.mark}", "version": 1, "payload": [s.mark]}))
     rng.shuffle(items)
     return items
 
