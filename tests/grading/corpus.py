@@ -566,6 +566,7 @@ CHEATS: tuple[Learner, ...] = (
 
 _RECORDED: dict[str, dict[str, Any]] = {}
 _ARTEFACTS: dict[str, Path] = {}
+_LEDGERS: dict[str, dict[str, tuple[tuple[str, float, Any], ...]]] = {}
 
 
 def recorded(build: str) -> dict[str, Any]:
@@ -581,6 +582,13 @@ def recorded_artefacts(build: str) -> Path:
     return _ARTEFACTS[build]
 
 
+def recorded_ledgers(build: str) -> dict[str, tuple[tuple[str, float, Any], ...]]:
+    """The ticks each probe of the solution wrote (`grader.ledger`): what a forger that
+    writes ticks of its own would replay with the observations."""
+    _record(build)
+    return _LEDGERS[build]
+
+
 def _record(build: str) -> None:
     if build in _RECORDED:
         return
@@ -588,6 +596,7 @@ def _record(build: str) -> None:
     with Runner() as runner:
         run = runner.run_probes(export_source(ROOT / str(entry.solution)), load_suite(build))
         _RECORDED[build] = {k: r.obs for k, r in run.records.items() if r.status == "done"}
+        _LEDGERS[build] = {k: r.ledger for k, r in run.records.items() if r.status == "done"}
         kept = Path(tempfile.mkdtemp(prefix=f"rit-recorded-{build}-"))
         if run.artefacts is not None:
             shutil.copytree(run.artefacts, kept, dirs_exist_ok=True)

@@ -161,18 +161,21 @@ def test_a_replayed_report_passes_no_test_of_any_build(build: str) -> None:
     other = source + "\n# another learner's answers\n"
     records = {}
     files = corpus.recorded_artefacts(build)  # the solution's own files, replayed too
+    ticks = corpus.recorded_ledgers(build)  # and its ledger's ticks
     for key, obs in corpus.recorded(build).items():
         name = key.split("@")[0]
         if isinstance(obs, dict) and "seed" in obs:
             obs = {**obs, "seed": tag_of(inputs_seed(other, suite.probes.salt, name))}
-        records[key] = ProbeRecord(key, "done", obs)
+        records[key] = ProbeRecord(key, "done", obs, ledger=ticks[key])
     passed = [
         name
         for name, judge in suite.judges.by_name.items()
         if verdict(judge, Observed(records, source=other, artefacts=files)).kind is Outcome.PASSED
     ]
     assert passed == []
-    recorded = {k: ProbeRecord(k, "done", o) for k, o in corpus.recorded(build).items()}
+    recorded = {
+        k: ProbeRecord(k, "done", o, ledger=ticks[k]) for k, o in corpus.recorded(build).items()
+    }
     honest = Observed(recorded, source=source, artefacts=files)
     assert all(verdict(j, honest).kind is Outcome.PASSED for j in suite.judges), build
 
