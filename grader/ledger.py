@@ -42,11 +42,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader import observe
+
 JSON = Any
 
 KINDS = ("run", "wait", "block", "call", "at", "request", "end")
-#: Ticks one probe may write; more is a deviation (no probe writes a tenth of it).
-MAX_TICKS = 50_000
+#: Ticks of one probe the parent keeps (no honest probe writes a tenth of it); the rest are
+#: dropped, so a run still going then never ends in the ledger. The worker stops at as many.
+MAX_TICKS = observe.MAX_TICKS
 #: The keys `apply` answers from the ledger.
 TIMED = ("elapsed", "blocking", "times", "at")
 

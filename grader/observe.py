@@ -199,14 +199,16 @@ def attempt_call(ns: ModuleType, name: str, *args: Any, **kwargs: Any) -> dict[s
 _write = os.write  # a builtin: nothing can change it in place
 _getpid = os.getpid
 _ledger: list[int] = []  # the results pipe and the worker's pid, while a probe is in flight
-_runs = [0]  # vruns of the probe in flight
+_runs = [0, 0]  # vruns and ticks of the probe in flight
+#: Ticks a probe may write (the parent keeps no more: `grader.ledger.MAX_TICKS`).
+MAX_TICKS = 50_000
 
 
 def probe_starts(fd: int) -> None:
     """A probe begins: write its ticks on `fd` (the worker's results pipe), its first `vrun`
     is run 0 of its ledger."""
     _ledger[:] = [fd, _getpid()]
-    _runs[0] = 0
+    _runs[:] = [0, 0]
 
 
 def probe_ends() -> None:
@@ -214,11 +216,17 @@ def probe_ends() -> None:
     _ledger.clear()
 
 
+def _recording() -> bool:
+    """Whether ticks are written here: only while a probe is in flight, only by the worker
+    itself (a process the learner's code or a probe forked writes none)."""
+    return bool(_ledger) and _getpid() == _ledger[1]
+
+
 def tick(kind: str, seconds: float = 0.0, value: JSON = None) -> None:
-    """Write one tick of the ledger: only while a probe is in flight, only from the worker
-    itself (a process the learner's code forked writes none)."""
-    if not _ledger or _getpid() != _ledger[1]:
+    """Write one tick of the ledger (see `_recording`), at most `MAX_TICKS` a probe."""
+    if not _recording() or _runs[1] >= MAX_TICKS:
         return
+    _runs[1] += 1
     seconds = float(seconds)
     seconds = min(max(seconds, 0.0), 1e9) if math.isfinite(seconds) else 1e9
     event = {"event": "tick", "k": kind, "s": round(seconds, 6), "v": value}
@@ -267,7 +275,9 @@ def vrun(
     started = time.perf_counter()
     blocked_before = len(_blocking)
     spent: dict[str, float] = {}
-    index = _runs[0]
+    # The run's place in the probe's ledger; None where no ledger is kept (outside a worker,
+    # or in a process forked from it): the parent then believes none of its times.
+    index = _runs[0] if _recording() else None
     _runs[0] += 1
     tick("run")
 

@@ -109,9 +109,11 @@ class ResultStream:
             return
         name = self.current
         if kind == Event.TICK:
-            self.ticks.append(tick_of(event))
-            if len(self.ticks) > MAX_TICKS:
-                raise ValueError("more ticks than any probe writes")
+            tick = tick_of(event)
+            # Past the cap the ledger is cut, never voided: a loop polling with tiny sleeps
+            # costs its own probe (its run never ends in the ledger), not the other reports.
+            if len(self.ticks) < MAX_TICKS:
+                self.ticks.append(tick)
             return
         if event.get("probe") != name or kind not in REPORTS:
             self.deviation = f"an unexpected {kind!r} report while {name} was running"

@@ -131,7 +131,7 @@ def test_vrun_reports_virtual_time_and_blocking_sleeps() -> None:
         return "done"
 
     seen = vrun(waits)
-    assert type(seen.pop("vrun")) is int  # which run of the probe's ledger (grader.ledger)
+    assert seen.pop("vrun") is None  # no ledger outside a grading worker (grader.ledger)
     assert (seen["ok"], seen["elapsed"], seen["blocking"]) == ("done", 5.0, 0.0)
     assert seen["real"] < 1.0
 

@@ -130,6 +130,24 @@ def test_ticks_belong_to_the_probe_in_flight_and_nowhere_else() -> None:
     assert before.deviation is not None
 
 
+def test_past_the_cap_the_ledger_is_cut_and_nothing_is_voided(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("grader.stream.MAX_TICKS", 3)
+    tick = {"event": Event.TICK, "k": "wait", "s": 0.001}
+    polled = stream(
+        {"event": Event.LOADED},
+        {"event": Event.START, "probe": "p"},
+        {"event": Event.TICK, "k": "run", "s": 0},
+        *[tick] * 10,
+        {"event": Event.DONE, "probe": "p", "obs": {"vrun": 0, "elapsed": 0.0}},
+        {"event": Event.END},
+    )
+    assert polled.deviation is None and len(polled.records["p"].ledger) == 3
+    seen = ledger.apply(polled.records["p"].obs, ledger.runs(polled.records["p"].ledger), no_file)
+    assert seen["elapsed"] is None  # the run never ends in the ledger: its probe fails alone
+
+
 def recorded_waits(body: Any) -> tuple[list[float], float]:
     waits: list[float] = []
 
