@@ -10,14 +10,16 @@ keeps them (`grader.stream.ResultStream`), in order, out of the child's reach:
     call           the probe's op was called          (stamped here with the ledger's time)
     at             the probe read the clock            (stamped here)
     request  v     the fixture took a request; v: [size, sha256] of the watched file then
+    moved          the clock was set between two selects (by anything but the loop itself)
     end            the run's coroutine finished
 
 Time here is the sum of the waits since ``run``. What that holds against, and why:
 
 - a clock *set back* after a wait (to hide it) changes nothing: the wait was written when the
   loop made it, and a line on a pipe cannot be taken back;
-- a clock *set forward* without the loop's select (to fake a wait) is no wait: nothing is
-  written, so the next call is stamped as if no time had passed;
+- a clock *set* (either way) between two of the loop's selects is seen at the next select,
+  which writes ``moved``: none of that run's times is believed. Nor is a run with two
+  ``end``s (the first written early, to hide what came after it);
 - `asyncio.sleep`, the loop, the probe's op or counter, or the tick writer replaced or
   rewritten (``__code__``) can only leave ticks out (a wait or call the parent never saw did
   not happen: the schedule comes out short) or write more (a written wait *is* a virtual
@@ -46,7 +48,7 @@ from grader import observe
 
 JSON = Any
 
-KINDS = ("run", "wait", "block", "call", "at", "request", "end")
+KINDS = ("run", "wait", "block", "call", "at", "request", "moved", "end")
 #: Ticks of one probe the parent keeps (no honest probe writes a tenth of it); the rest are
 #: dropped, so a run still going then never ends in the ledger. The worker stops at as many.
 MAX_TICKS = observe.MAX_TICKS
@@ -90,6 +92,9 @@ class Run:
     calls: list[float] = field(default_factory=list)
     at: list[float] = field(default_factory=list)
     requests: list[tuple[float, JSON]] = field(default_factory=list)
+    void: bool = False
+    """The loop's clock was set (either way) between two of its selects, or the run ended
+    twice: none of its times can be believed."""
 
 
 def runs(ticks: tuple[Tick, ...] | list[Tick]) -> list[Run]:
@@ -104,6 +109,8 @@ def runs(ticks: tuple[Tick, ...] | list[Tick]) -> list[Run]:
             current, now = Run(), 0.0
             out.append(current)
         elif current is None:
+            if kind == "end" and out:  # a second end: the first was written early, to hide
+                out[-1].void = True  # what came after it
             continue
         elif kind == "wait":
             now += seconds
@@ -118,6 +125,8 @@ def runs(ticks: tuple[Tick, ...] | list[Tick]) -> list[Run]:
         elif kind == "end":
             current.elapsed = round(now, 6)
             current = None
+        elif kind == "moved":
+            current.void = True
     return out
 
 
@@ -141,6 +150,8 @@ def _walk(
     if "vrun" in value:
         index = value["vrun"]
         run = ledger[index] if type(index) is int and 0 <= index < len(ledger) else None
+        if run is not None and run.void:
+            run = None
         if run is None:
             value["vrun"] = None
     for key in TIMED:
@@ -197,4 +208,6 @@ def _lines(state: JSON, kept: bytes | None) -> int | None:
     prefix = kept[:size]
     if hashlib.sha256(prefix).hexdigest() != digest:
         return None
-    return prefix.count(b"\n")
+    # Rows as a restart reads them: a blank line is none (a run writing only newlines as the
+    # pages came, its rows at the end, must not look like one that streamed).
+    return sum(1 for line in prefix.split(b"\n")[:-1] if line.strip())

@@ -33,6 +33,7 @@ import math
 import os
 import random
 import sqlite3
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -198,7 +199,8 @@ def attempt_call(ns: ModuleType, name: str, *args: Any, **kwargs: Any) -> dict[s
 
 _write = os.write  # a builtin: nothing can change it in place
 _getpid = os.getpid
-_ledger: list[int] = []  # the results pipe and the worker's pid, while a probe is in flight
+_thread = threading.get_ident
+_ledger: list[int] = []  # the results pipe, the worker's pid and the probe's thread
 _runs = [0, 0]  # vruns and ticks of the probe in flight
 #: Ticks a probe may write (the parent keeps no more: `grader.ledger.MAX_TICKS`).
 MAX_TICKS = 50_000
@@ -207,7 +209,7 @@ MAX_TICKS = 50_000
 def probe_starts(fd: int) -> None:
     """A probe begins: write its ticks on `fd` (the worker's results pipe), its first `vrun`
     is run 0 of its ledger."""
-    _ledger[:] = [fd, _getpid()]
+    _ledger[:] = [fd, _getpid(), _thread()]
     _runs[:] = [0, 0]
 
 
@@ -218,8 +220,9 @@ def probe_ends() -> None:
 
 def _recording() -> bool:
     """Whether ticks are written here: only while a probe is in flight, only by the worker
-    itself (a process the learner's code or a probe forked writes none)."""
-    return bool(_ledger) and _getpid() == _ledger[1]
+    itself (a process the learner's code or a probe forked writes none), on the probe's own
+    thread (a learner's background thread sleeping blocks no loop of the probe's)."""
+    return len(_ledger) == 3 and _getpid() == _ledger[1] and _thread() == _ledger[2]
 
 
 def tick(kind: str, seconds: float = 0.0, value: JSON = None) -> None:
@@ -292,7 +295,12 @@ def vrun(
         finally:  # before the loop closes: what its leftover tasks do then does not count
             measure()
 
-    run = drive(watched, deadline=deadline, on_advance=partial(tick, "wait"))
+    run = drive(
+        watched,
+        deadline=deadline,
+        on_advance=partial(tick, "wait"),
+        on_moved=partial(tick, "moved"),
+    )
     if not spent:
         measure()
     outcome: dict[str, JSON]

@@ -71,16 +71,18 @@ def drive(
     *,
     deadline: float | None = None,
     on_advance: Callable[[float], None] | None = None,
+    on_moved: Callable[[], None] | None = None,
 ) -> Run[T]:
     """Run ``make(clock)`` on a fresh virtual-time loop in this thread. Never raises what the
     coroutine raised: it comes back in `Run.error` (a deadline as `VirtualDeadlineExceeded`).
 
     `on_advance(seconds)` is told each time the loop itself moves its clock forward to the next
-    timer (the only way a virtual wait passes); whatever else sets the clock is not a wait."""
+    timer (the only way a virtual wait passes); whatever else sets the clock is not a wait,
+    and `on_moved()` is told when it is seen."""
     loop = looptime.new_event_loop(start=0)
     clock = Clock(loop)
     if on_advance is not None:
-        _watch_advances(loop, on_advance)
+        _watch_advances(loop, on_advance, on_moved or (lambda: None))
 
     async def main() -> T:
         if deadline is None:
@@ -102,17 +104,26 @@ def drive(
         _close(loop)
 
 
-def _watch_advances(loop: asyncio.AbstractEventLoop, on_advance: Callable[[float], None]) -> None:
+def _watch_advances(
+    loop: asyncio.AbstractEventLoop,
+    on_advance: Callable[[float], None],
+    on_moved: Callable[[], None],
+) -> None:
     """Wrap the loop's select, where looptime jumps its clock to the next timer: what the
-    clock gained across that call is a wait. Measured across the call only, so a clock set
-    back (or forward) between two selects is never counted either way."""
+    clock gained across that call is a wait (`on_advance`). looptime moves its clock there
+    only, so a clock that reads differently at the next select was set by something else
+    (`on_moved`, once per change)."""
     selector = loop._selector  # type: ignore[attr-defined]  # looptime's own hook point
     inner = selector.select
+    left = [loop.time()]
 
     def select(timeout: float | None = None) -> Any:
         before = loop.time()
+        if before != left[0]:
+            on_moved()
         ready = inner(timeout)
-        gained = loop.time() - before
+        left[0] = loop.time()
+        gained = left[0] - before
         if gained > 0:
             on_advance(gained)
         return ready

@@ -966,9 +966,9 @@ _asked = [0]
 
 
 def _read_bytes(self):
-    if sys._getframe(1).f_code.co_name in ("lines_in", "file_state"):
+    if sys._getframe(1).f_code.co_name == "file_state":
         _asked[0] += 1
-        return b"x\\n" * (10 * ((_asked[0] - 1) // 2))
+        return b"x\\n" * (10 * (_asked[0] - 1))
     return _real_read_bytes(self)
 
 
@@ -978,16 +978,103 @@ LINES_REBOUND = (
     _PROBES_OF
     + """
 
+import hashlib
+
 _asked = [0]
 
 
-def _lines_in(path):
+def _file_state(path):
     _asked[0] += 1
-    return 10 * (_asked[0] - 1)
+    shown = b"x\\n" * (10 * (_asked[0] - 1))
+    return [len(shown), hashlib.sha256(shown).hexdigest()]
 
 
-_probes_with("lines_in")["lines_in"] = _lines_in
+_probes_with("Recorder")["file_state"] = _file_state
 """
+)
+
+
+#: A review's attacks (issue 25): an `end` tick written early, so the extra wait after it
+#: fell outside the run; a real timer awaited after moving the clock over it, so the select
+#: gained nothing; blank lines written as the pages came; a decoy file watched instead.
+END_EARLY = "import grader.observe as _o; _o.tick('end'); " + EXTRA_WAIT
+MOVED_OVER_A_TIMER = (
+    "loop = asyncio.get_running_loop(); d = backoff_delay(policy, attempt);"
+    " fut = loop.create_future(); loop.call_later(d, fut.set_result, None);"
+    " loop._LoopTimeEventLoop__now += loop._LoopTimeEventLoop__time2int(d); await fut"
+)
+BLANK_LINES = """
+
+_real_pages = SpaceDevsSource.pages
+_where = [None]
+
+
+def _pages(self):
+    async def gen():
+        async for page in _real_pages(self):
+            if _where[0] is not None:
+                with open(_where[0], "ab") as f:
+                    f.write(b"\\n" * len(page))
+            yield page
+
+    return gen()
+
+
+SpaceDevsSource.pages = _pages
+_collecting_ingest = ingest
+
+
+async def ingest(source, path):
+    _where[0] = path
+    try:
+        return await _collecting_ingest(source, path)
+    finally:
+        _where[0] = None
+"""
+DECOY_WATCHED = """
+
+from pathlib import Path as _Path
+
+_real_pages = SpaceDevsSource.pages
+
+
+def _pages(self):
+    async def gen():
+        transport = getattr(self.client, "_transport", None)
+        decoy = None
+        if getattr(transport, "watch", None) is not None:
+            decoy = _Path(str(transport.watch) + ".decoy")
+            decoy.unlink(missing_ok=True)
+            transport.watch = decoy
+        async for page in _real_pages(self):
+            if decoy is not None:
+                await JsonlSink(decoy).load(page)
+            yield page
+
+    return gen()
+
+
+SpaceDevsSource.pages = _pages
+"""
+
+
+#: Honest code the ledger must not cost a point: a heartbeat thread that sleeps blocks no
+#: loop of a probe's, and a wait made with a timer of its own is a wait.
+HEARTBEAT = """
+import threading
+import time
+
+
+def _heartbeat():
+    while True:
+        time.sleep(0.005)
+
+
+threading.Thread(target=_heartbeat, daemon=True).start()
+"""
+OWN_TIMER = (
+    "loop = asyncio.get_running_loop(); fut = loop.create_future();"
+    " loop.call_later(delay, fut.set_result, None); await fut"
 )
 
 
@@ -1108,6 +1195,8 @@ FORGERIES: tuple[Learner, ...] = (
 )
 
 TIME_FORGERIES: tuple[Learner, ...] = (
+    Learner("honest_background_heartbeat", cheat(HEARTBEAT), FULL),
+    Learner("honest_wait_on_its_own_timer", cheat(retry(OWN_TIMER)), FULL),
     Learner(
         "forge_clock_rewound",
         cheat(retry("await asyncio.sleep(delay)", EXTRA_WAIT_REWOUND)),
@@ -1115,6 +1204,18 @@ TIME_FORGERIES: tuple[Learner, ...] = (
         fails=("exhaustion_reraises_the_last_error", "n_attempts_sleep_n_minus_1_times"),
     ),
     Learner("twin_clock_rewound", cheat(retry("await asyncio.sleep(delay)", EXTRA_WAIT))),
+    Learner(
+        "forge_end_tick_early",
+        cheat(retry("await asyncio.sleep(delay)", END_EARLY)),
+        twin="twin_clock_rewound",
+        fails=("exhaustion_reraises_the_last_error", "n_attempts_sleep_n_minus_1_times"),
+    ),
+    Learner(
+        "forge_clock_moved_over_a_timer",
+        cheat(retry("await asyncio.sleep(delay)", MOVED_OVER_A_TIMER)),
+        twin="twin_clock_rewound",
+        fails=("exhaustion_reraises_the_last_error", "n_attempts_sleep_n_minus_1_times"),
+    ),
     Learner("forge_clock_skipped", cheat(retry(_SKIP)), twin="twin_no_wait", fails=TIME_TESTS),
     Learner("twin_no_wait", cheat(retry(FAKE_WAIT))),
     Learner(
@@ -1159,6 +1260,20 @@ TIME_FORGERIES: tuple[Learner, ...] = (
     Learner(
         "forge_probe_global_rebound",
         collecting(LINES_REBOUND),
+        twin="twin_collects_everything",
+        build="05",
+        fails=("pages_are_written_as_they_arrive",),
+    ),
+    Learner(
+        "forge_blank_lines_as_pages_come",
+        collecting(BLANK_LINES),
+        twin="twin_collects_everything",
+        build="05",
+        fails=("pages_are_written_as_they_arrive",),
+    ),
+    Learner(
+        "forge_decoy_file_watched",
+        collecting(DECOY_WATCHED),
         twin="twin_collects_everything",
         build="05",
         fails=("pages_are_written_as_they_arrive",),

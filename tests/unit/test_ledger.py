@@ -73,6 +73,7 @@ def test_a_file_s_lines_are_counted_in_the_kept_file_only_if_its_bytes_were_ther
         return [len(data), hashlib.sha256(data).hexdigest()]
 
     lied = state(b"x\n" * 10)  # what a replaced read_bytes showed the probe
+    blank = b"\n" * 5  # newlines written as the pages came, the rows at the end
     runs = ledger.runs(
         [
             ("run", 0.0, None),
@@ -85,6 +86,9 @@ def test_a_file_s_lines_are_counted_in_the_kept_file_only_if_its_bytes_were_ther
     claimed = {"vrun": 0, "file": {"artefact": "f"}, "requests": [[0, 1, 5.0, 0]] * 3}
     seen = ledger.apply(claimed, runs, lambda ref: kept)
     assert [entry[3] for entry in seen["requests"]] == [0, 2, None]
+    blanks = ledger.runs([("run", 0.0, None), ("request", 0.0, state(blank)), ("end", 0.0, None)])
+    counted = ledger.apply({**claimed, "requests": [[0, 1, 0.0, 0]]}, blanks, lambda r: blank)
+    assert counted["requests"][0][3] == 0  # a blank line is no row
     fewer = ledger.apply({**claimed, "requests": [[0, 1, 5.0, 0]] * 2}, runs, lambda ref: kept)
     assert [entry[2:] for entry in fewer["requests"]] == [[None, None]] * 2
 
@@ -148,19 +152,29 @@ def test_past_the_cap_the_ledger_is_cut_and_nothing_is_voided(
     assert seen["elapsed"] is None  # the run never ends in the ledger: its probe fails alone
 
 
-def recorded_waits(body: Any) -> tuple[list[float], float]:
+def recorded_waits(body: Any) -> tuple[list[float], int, float]:
+    """The waits the loop reported, how often its clock was seen set by something else,
+    and what the clock said at the end."""
     waits: list[float] = []
+    moved: list[None] = []
 
     async def make(clock: Clock) -> float:
         await body(asyncio.get_running_loop())
+        await asyncio.sleep(0)  # one more select, to look at the clock again
         return clock.now()
 
-    run = drive(make, on_advance=waits.append)
+    run = drive(make, on_advance=waits.append, on_moved=lambda: moved.append(None))
     assert run.error is None
-    return [round(w, 6) for w in waits], float(run.value or 0.0)
+    return [round(w, 6) for w in waits], len(moved), float(run.value or 0.0)
 
 
-def test_a_clock_set_back_or_forward_is_no_wait_either_way() -> None:
+def test_a_clock_set_either_way_is_no_wait_and_is_seen() -> None:
+    async def honest(loop: Any) -> None:
+        await asyncio.sleep(2.0)
+        timer = loop.create_future()
+        loop.call_later(1.0, timer.set_result, None)  # a wait on a timer of its own
+        await timer
+
     async def rewound(loop: Any) -> None:
         saved = loop._LoopTimeEventLoop__now
         await asyncio.sleep(3.0)  # a wait, written when the loop made it
@@ -170,5 +184,15 @@ def test_a_clock_set_back_or_forward_is_no_wait_either_way() -> None:
         loop._LoopTimeEventLoop__now += loop._LoopTimeEventLoop__time2int(5.0)  # no wait
         await asyncio.sleep(1.0)
 
-    assert recorded_waits(rewound) == ([3.0], 0.0)  # the clock says 0; the ledger says 3
-    assert recorded_waits(skipped) == ([1.0], 6.0)  # the clock says 6; the ledger says 1
+    assert recorded_waits(honest) == ([2.0, 1.0], 0, 3.0)
+    assert recorded_waits(rewound) == ([3.0], 1, 0.0)  # the clock says 0; the ledger 3
+    assert recorded_waits(skipped) == ([1.0], 1, 6.0)  # the clock says 6; the ledger 1
+
+
+def test_a_moved_clock_or_an_early_end_voids_the_run() -> None:
+    moved = ledger.runs(ticks(("run", 0), ("call", 0), ("moved", 0), ("end", 0)))
+    early = ledger.runs(ticks(("run", 0), ("end", 0), ("wait", 5.0), ("end", 0)))
+    claim = {"vrun": 0, "times": [0.0], "calls": 1, "elapsed": 0.0}
+    for runs in (moved, early):
+        seen = ledger.apply(claim, runs, no_file)
+        assert (seen["times"], seen["elapsed"]) == (None, None)

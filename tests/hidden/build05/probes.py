@@ -321,7 +321,8 @@ def retry_after(ns: ModuleType, value: str | None, now: datetime = NOW) -> JSON:
 
 class Recorder(httpx.AsyncBaseTransport):
     """The fixture app in-process, noting each request as it starts: its offset, its number
-    for that offset, the virtual time, and (when watching a file) the lines in it then."""
+    for that offset, the virtual time, and (when watching a file) its state then: the
+    parent puts its ledger's time and line count in place of the child's."""
 
     def __init__(
         self,
@@ -334,7 +335,9 @@ class Recorder(httpx.AsyncBaseTransport):
         self.inner = httpx.ASGITransport(app=app)
         self.clock = clock
         self.faults = faults
-        self.watch = watch
+        # Bound here, not kept as a plain attribute a learner's code could point elsewhere
+        # (at a decoy filled page by page while the real file is written at the end).
+        self._state = partial(file_state, watch) if watch is not None else None
         self.requests: list[list[Any]] = []
         self._per_offset: dict[int, int] = {}
 
@@ -347,10 +350,10 @@ class Recorder(httpx.AsyncBaseTransport):
         nth = self._per_offset[offset] = self._per_offset.get(offset, 0) + 1
         # The parent stamps the request with its ledger's time, and counts the file's lines
         # itself, in the kept file, up to the size and digest the file had now.
-        tick("request", value=file_state(self.watch) if self.watch is not None else None)
+        tick("request", value=self._state() if self._state is not None else None)
         entry: list[Any] = [offset, nth, self.clock.now()]
-        if self.watch is not None:
-            entry.append(lines_in(self.watch))
+        if self._state is not None:
+            entry.append(None)  # the lines in the file then: counted by the parent
         self.requests.append(entry)
         name = self.faults(number) if self.faults else None
         if name is not None:
@@ -359,13 +362,6 @@ class Recorder(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
-
-
-def lines_in(path: Path) -> int:
-    try:
-        return path.read_bytes().count(b"\n")
-    except FileNotFoundError:
-        return 0
 
 
 def source_options(ns: ModuleType, policy: dict[str, Any] | None, timeout: float | None) -> Any:
