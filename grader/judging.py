@@ -93,7 +93,7 @@ class Observed:
         if record.status != "done":
             raise Unobserved(record.reason or f"probe {key}: {record.status}", record.kind)
         # Timings come from the parent's ledger, never from the child's report.
-        return ledger.apply(record.obs, ledger.runs(record.ledger), self.artefact)
+        return ledger.apply(record.obs, record.ledger, self.artefact)
 
     def seeded(self, name: str, probes: Probes, interpreter: int = 1) -> tuple[JSON, random.Random]:
         """Seeded probe `name`'s observation, and the parent's own generator of the inputs

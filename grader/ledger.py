@@ -9,7 +9,11 @@ keeps them (`grader.stream.ResultStream`), in order, out of the child's reach:
     block s        a blocking ``time.sleep(s)`` was asked for (it costs no virtual time)
     call           the probe's op was called          (stamped here with the ledger's time)
     at             the probe read the clock            (stamped here)
-    request  v     the fixture took a request; v: [size, sha256] of the watched file then
+    request  v     the fixture took a request; v: [offset, nth, [size, sha256] of the
+                   watched file then (or null)]
+    load     v     a probe's own sink was given a batch; v: [sink, the batch's row ids]
+    wrote    v     that load returned, the batch kept; v: [sink, which load]
+    report   v     the probe put a sink's record in its report; v: [sink, "loads"|"written"]
     moved          the clock was set between two selects (by anything but the loop itself)
     end            the run's coroutine finished
 
@@ -27,6 +31,11 @@ Time here is the sum of the waits since ``run``. What that holds against, and wh
 - a file's line count is counted here, on the kept file, from the size and digest written
   when each request came: a standard-library function replaced to count differently, or a
   file rewritten later, gives a digest that does not match the kept file's bytes (None).
+
+A sink's record (what a probe's own inner sink was given and kept) is the ticks' too: a
+report names it as ``{"record": [sink, part]}`` and the parent fills it in, so a record
+edited after the fact, or a literal list put where the record was, changes nothing (a
+record the probe reported and the report lacks voids the observation).
 
 `apply` puts the ledger's values in place of the child's in an observation: in every dict
 holding ``"vrun": k`` (and the dicts inside it), ``elapsed``, ``blocking``, ``times`` (the
@@ -48,7 +57,9 @@ from grader import observe
 
 JSON = Any
 
-KINDS = ("run", "wait", "block", "call", "at", "request", "moved", "end")
+KINDS = ("run", "wait", "block", "call", "at", "request", "moved", "end", "load", "wrote", "report")
+#: What a probe's own sink keeps, and a report may name.
+PARTS = ("loads", "written")
 #: Ticks of one probe the parent keeps (no honest probe writes a tenth of it); the rest are
 #: dropped, so a run still going then never ends in the ledger. The worker stops at as many.
 MAX_TICKS = observe.MAX_TICKS
@@ -60,23 +71,38 @@ Tick = tuple[str, float, JSON]
 
 def tick_of(event: dict[str, Any]) -> Tick:
     """One tick line as the parent keeps it. Raises ValueError on anything else."""
-    kind, seconds, value = event.get("k"), event.get("s", 0.0), event.get("v")
+    kind, seconds = event.get("k"), event.get("s", 0.0)
+    value: Any = event.get("v")
     if kind not in KINDS or type(seconds) not in (int, float):
         raise ValueError("not a tick")
     seconds = float(seconds)
     if not (math.isfinite(seconds) and 0.0 <= seconds <= 1e9):
         raise ValueError("a tick's seconds out of range")
-    if kind == "request" and value is not None:
-        ok = (
-            type(value) is list
-            and len(value) == 2
-            and type(value[0]) is int
-            and 0 <= value[0] <= 2**40
-            and type(value[1]) is str
-            and len(value[1]) == 64
-        )
+    if kind in ("load", "wrote", "report"):
+        ok = type(value) is list and len(value) == 2 and type(value[0]) is int
+        if kind == "load":
+            ok = ok and type(value[1]) is list
+        elif kind == "wrote":
+            ok = ok and type(value[1]) is int
+        else:
+            ok = ok and value[1] in PARTS
         if not ok:
-            raise ValueError("a request tick's file state is not [size, sha256]")
+            raise ValueError(f"a {kind} tick is not [record, ...]")
+    elif kind == "request":
+        ok = type(value) is list and len(value) == 3
+        ok = ok and type(value[0]) is int and type(value[1]) is int
+        state = value[2] if ok else None
+        if state is not None:
+            ok = (
+                type(state) is list
+                and len(state) == 2
+                and type(state[0]) is int
+                and 0 <= state[0] <= 2**40
+                and type(state[1]) is str
+                and len(state[1]) == 64
+            )
+        if not ok:
+            raise ValueError("a request tick is not [offset, nth, [size, sha256] or null]")
     elif value is not None:
         raise ValueError("a tick carries no value")
     return (kind, seconds, value)
@@ -130,12 +156,61 @@ def runs(ticks: tuple[Tick, ...] | list[Tick]) -> list[Run]:
     return out
 
 
-def apply(obs: JSON, ledger: list[Run], read: Callable[[JSON], bytes | None]) -> JSON:
-    """`obs` with its timings taken from `ledger` (see the module docstring); `read(ref)` is
-    the parent's own copy of a kept file, for the line counts."""
-    out = copy.deepcopy(obs)
-    _walk(out, None, ledger, read)
+def records(ticks: tuple[Tick, ...] | list[Tick]) -> dict[tuple[int, str], list[JSON]]:
+    """What each of the probe's own sinks was given (``loads``: each batch, in the order the
+    loads began) and kept (``written``: the batches of the loads that returned, in the order
+    they returned), by (sink, part)."""
+    loads: dict[int, list[JSON]] = {}
+    written: dict[int, list[JSON]] = {}
+    for kind, _, value in ticks:
+        if kind == "load":
+            loads.setdefault(value[0], []).append(value[1])
+        elif kind == "wrote":
+            batches = loads.get(value[0], [])
+            if 0 <= value[1] < len(batches):
+                written.setdefault(value[0], []).extend(batches[value[1]])
+    out: dict[tuple[int, str], list[JSON]] = {}
+    for sink, batches in loads.items():
+        out[(sink, "loads")] = batches
+        out[(sink, "written")] = written.get(sink, [])
     return out
+
+
+def apply(
+    obs: JSON, ticks: tuple[Tick, ...] | list[Tick], read: Callable[[JSON], bytes | None]
+) -> JSON:
+    """`obs` with its timings and its sinks' records taken from the ticks (see the module
+    docstring); `read(ref)` is the parent's own copy of a kept file, for the line counts.
+    A sink's record the probe said it reported (a ``report`` tick) and that is missing from
+    the report voids the whole observation: the report was rewritten."""
+    out = copy.deepcopy(obs)
+    kept = records(ticks)
+    reported = {(v[0], v[1]) for k, _, v in ticks if k == "report"}
+    found: set[tuple[int, str]] = set()
+    _walk(out, None, runs(ticks), read)
+    out = _fill(out, kept, found)
+    if reported - found:
+        return {"void": "a record the probe made is missing from its report"}
+    return out
+
+
+def _fill(
+    value: JSON, kept: dict[tuple[int, str], list[JSON]], found: set[tuple[int, str]]
+) -> JSON:
+    """Each ``{"record": [sink, part]}`` in `value` replaced by what the ticks say that sink
+    was given or kept (a sink with no load: nothing)."""
+    if isinstance(value, list):
+        return [_fill(item, kept, found) for item in value]
+    if not isinstance(value, dict):
+        return value
+    ref = value.get("record")
+    if len(value) == 1 and type(ref) is list and len(ref) == 2 and type(ref[0]) is int:
+        key = (ref[0], ref[1])
+        if ref[1] in PARTS:
+            found.add(key)
+            return copy.deepcopy(kept.get(key, []))
+        return None
+    return {k: _fill(v, kept, found) for k, v in value.items()}
 
 
 def _walk(
@@ -179,8 +254,9 @@ def _timed(key: str, run: Run | None) -> JSON:
 
 
 def _requests(entries: list[JSON], run: Run | None, kept: bytes | None) -> list[JSON]:
-    """Each entry ``[offset, nth, time(, lines)]`` with the time (and the file's line count)
-    the ledger gives its request; every time None when the counts disagree."""
+    """Each entry ``[offset, nth, time(, lines)]`` as the ledger gives its request (its
+    offset, its number for that offset, its time, the file's line count then); all None
+    when the counts disagree."""
     stamped = run.requests if run is not None else []
     same = len(stamped) == len(entries)
     out = []
@@ -189,10 +265,10 @@ def _requests(entries: list[JSON], run: Run | None, kept: bytes | None) -> list[
             out.append(entry)
             continue
         fixed = list(entry)
-        at, state = stamped[n] if same else (None, None)
-        fixed[2] = at
+        at, seen = stamped[n] if same else (None, [None, None, None])
+        fixed[:3] = [seen[0], seen[1], at]
         if len(fixed) > 3:
-            fixed[3] = _lines(state, kept) if same else None
+            fixed[3] = _lines(seen[2], kept) if same else None
         out.append(fixed)
     return out
 

@@ -238,6 +238,15 @@ def tick(kind: str, seconds: float = 0.0, value: JSON = None) -> None:
         data = data[_write(_ledger[0], data) :]
 
 
+_record_ids = [0]
+
+
+def new_record() -> int:
+    """A fresh id for a probe's own record (a sink's loads), unique in this worker."""
+    _record_ids[0] += 1
+    return _record_ids[0]
+
+
 def file_state(path: Path) -> JSON:
     """[size, sha256] of the file at `path` now (None when there is none): what the parent
     checks the kept file's first bytes against."""

@@ -946,6 +946,32 @@ if _Script is not None:
 )
 #: A blocking wait, its record wiped from the probes' list and the clock moved over it.
 BLOCKING_HIDDEN = "time.sleep(delay); import grader.observe as _o; _o._blocking.clear(); " + _SKIP
+#: A sink without its lock (the known bug), and the probes' own inner sink's record of what
+#: it was given deduplicated after every load (the old probes reported those lists).
+SINK_RECORD_EDITED = (
+    _PROBES_OF
+    + """
+
+_Counting = _probes_with("CountingSink").get("CountingSink")
+if _Counting is not None:
+    _counting_load = _Counting.load
+
+    async def _deduplicated(self, rows):
+        try:
+            return await _counting_load(self, rows)
+        finally:
+            for name in ("written", "loads"):
+                kept = getattr(self, name, None)
+                if isinstance(kept, list):
+                    once = []
+                    for item in kept:
+                        if item not in once:
+                            once.append(item)
+                    kept[:] = once
+
+    _Counting.load = _deduplicated
+"""
+)
 TIME_TESTS = (
     "retries_transient_then_succeeds",
     "honors_retry_after",
@@ -1075,6 +1101,33 @@ threading.Thread(target=_heartbeat, daemon=True).start()
 OWN_TIMER = (
     "loop = asyncio.get_running_loop(); fut = loop.create_future();"
     " loop.call_later(delay, fut.set_result, None); await fut"
+)
+
+
+#: The loop's page fetched again (the known bug), and the fixture's request log tidied of
+#: that revisit after each request (a page asked for again, not right after itself).
+REQUEST_LOG_EDITED = (
+    _PROBES_OF
+    + """
+
+_Recorder = _probes_with("Recorder").get("Recorder")
+if _Recorder is not None:
+    _handle = _Recorder.handle_async_request
+
+    async def _tidied(self, request):
+        try:
+            return await _handle(self, request)
+        finally:
+            kept, seen = [], set()
+            for entry in self.requests:
+                if entry[0] in seen and kept and kept[-1][0] != entry[0]:
+                    continue
+                seen.add(entry[0])
+                kept.append(entry)
+            self.requests[:] = kept
+
+    _Recorder.handle_async_request = _tidied
+"""
 )
 
 
@@ -1251,6 +1304,13 @@ TIME_FORGERIES: tuple[Learner, ...] = (
     ),
     Learner("twin_blocking", cheat(retry("time.sleep(delay)"))),
     Learner(
+        "forge_sink_record_edited",
+        nb_maker(lambda: at_end(with_mutant(solution(), "03", "no_lock"), SINK_RECORD_EDITED)),
+        twin="twin_no_lock",
+        fails=("concurrent_loads_write_once",),
+    ),
+    Learner("twin_no_lock", nb_maker(lambda: with_mutant(solution(), "03", "no_lock"))),
+    Learner(
         "forge_stdlib_replaced",
         collecting(STREAMING_LOOK),
         twin="twin_collects_everything",
@@ -1279,6 +1339,22 @@ TIME_FORGERIES: tuple[Learner, ...] = (
         fails=("pages_are_written_as_they_arrive",),
     ),
     Learner("twin_collects_everything", collecting(), build="05"),
+    Learner(
+        "forge_request_log_edited",
+        build05(
+            lambda: at_end(
+                with_mutant(solution05(), "05", "loop_checked_after_fetching"), REQUEST_LOG_EDITED
+            )
+        ),
+        twin="twin_refetches_the_loop",
+        build="05",
+        fails=("next_leading_back_raises_parse_error",),
+    ),
+    Learner(
+        "twin_refetches_the_loop",
+        build05(lambda: with_mutant(solution05(), "05", "loop_checked_after_fetching")),
+        build="05",
+    ),
 )
 
 FORGERIES = FORGERIES + TIME_FORGERIES

@@ -45,7 +45,7 @@ def test_time_is_the_sum_of_the_waits_since_run() -> None:
 
 
 def test_the_child_s_times_are_replaced_and_a_report_without_its_run_believes_nothing() -> None:
-    runs = ledger.runs(ticks(("run", 0), ("call", 0), ("wait", 2.0), ("call", 0), ("end", 0)))
+    runs = ticks(("run", 0), ("call", 0), ("wait", 2.0), ("call", 0), ("end", 0))
     claimed = {
         "outer": {"vrun": 0, "times": [0.0, 0.0], "calls": 2, "elapsed": 0.0, "ok": {"at": 0.0}},
         "stray": {"elapsed": 0.0, "times": [1.0], "blocking": 0.0},
@@ -74,23 +74,23 @@ def test_a_file_s_lines_are_counted_in_the_kept_file_only_if_its_bytes_were_ther
 
     lied = state(b"x\n" * 10)  # what a replaced read_bytes showed the probe
     blank = b"\n" * 5  # newlines written as the pages came, the rows at the end
-    runs = ledger.runs(
-        [
-            ("run", 0.0, None),
-            ("request", 0.0, None),
-            ("request", 0.0, state(first_two)),
-            ("request", 0.0, lied),
-            ("end", 0.0, None),
-        ]
-    )
+    runs = [
+        ("run", 0.0, None),
+        ("request", 0.0, [0, 1, None]),
+        ("request", 0.0, [0, 1, state(first_two)]),
+        ("request", 0.0, [0, 1, lied]),
+        ("end", 0.0, None),
+    ]
     claimed = {"vrun": 0, "file": {"artefact": "f"}, "requests": [[0, 1, 5.0, 0]] * 3}
     seen = ledger.apply(claimed, runs, lambda ref: kept)
     assert [entry[3] for entry in seen["requests"]] == [0, 2, None]
-    blanks = ledger.runs([("run", 0.0, None), ("request", 0.0, state(blank)), ("end", 0.0, None)])
+    moved = ledger.apply({**claimed, "requests": [[99, 9, 5.0, 0]] * 3}, runs, lambda r: kept)
+    assert [entry[:2] for entry in moved["requests"]] == [[0, 1]] * 3  # the ledger's offsets
+    blanks = [("run", 0.0, None), ("request", 0.0, [0, 1, state(blank)]), ("end", 0.0, None)]
     counted = ledger.apply({**claimed, "requests": [[0, 1, 0.0, 0]]}, blanks, lambda r: blank)
     assert counted["requests"][0][3] == 0  # a blank line is no row
     fewer = ledger.apply({**claimed, "requests": [[0, 1, 5.0, 0]] * 2}, runs, lambda ref: kept)
-    assert [entry[2:] for entry in fewer["requests"]] == [[None, None]] * 2
+    assert fewer["requests"] == [[None, None, None, None]] * 2
 
 
 @pytest.mark.parametrize(
@@ -101,7 +101,8 @@ def test_a_file_s_lines_are_counted_in_the_kept_file_only_if_its_bytes_were_ther
         {"k": "wait", "s": "1"},
         {"k": "wait", "s": 1e12},
         {"k": "call", "s": 0.0, "v": [1]},
-        {"k": "request", "s": 0.0, "v": [1, "short"]},
+        {"k": "request", "s": 0.0, "v": [0, 1, [1, "short"]]},
+        {"k": "request", "s": 0.0, "v": None},
     ],
 )
 def test_a_tick_off_the_ledger_s_shapes_is_refused(tick: dict[str, Any]) -> None:
@@ -148,7 +149,7 @@ def test_past_the_cap_the_ledger_is_cut_and_nothing_is_voided(
         {"event": Event.END},
     )
     assert polled.deviation is None and len(polled.records["p"].ledger) == 3
-    seen = ledger.apply(polled.records["p"].obs, ledger.runs(polled.records["p"].ledger), no_file)
+    seen = ledger.apply(polled.records["p"].obs, polled.records["p"].ledger, no_file)
     assert seen["elapsed"] is None  # the run never ends in the ledger: its probe fails alone
 
 
@@ -190,9 +191,32 @@ def test_a_clock_set_either_way_is_no_wait_and_is_seen() -> None:
 
 
 def test_a_moved_clock_or_an_early_end_voids_the_run() -> None:
-    moved = ledger.runs(ticks(("run", 0), ("call", 0), ("moved", 0), ("end", 0)))
-    early = ledger.runs(ticks(("run", 0), ("end", 0), ("wait", 5.0), ("end", 0)))
+    moved = ticks(("run", 0), ("call", 0), ("moved", 0), ("end", 0))
+    early = ticks(("run", 0), ("end", 0), ("wait", 5.0), ("end", 0))
     claim = {"vrun": 0, "times": [0.0], "calls": 1, "elapsed": 0.0}
     for runs in (moved, early):
         seen = ledger.apply(claim, runs, no_file)
         assert (seen["times"], seen["elapsed"]) == (None, None)
+
+
+def test_a_sinks_record_is_the_ticks_and_a_rewritten_report_believes_nothing() -> None:
+    sink = [
+        ("run", 0.0, None),
+        ("load", 0.0, [7, ["a", "b"]]),
+        ("load", 0.0, [7, ["a", "b"]]),
+        ("wrote", 0.0, [7, 1]),  # the second load returned first
+        ("wrote", 0.0, [7, 0]),
+        ("report", 0.0, [7, "written"]),
+        ("end", 0.0, None),
+    ]
+    # the child's own lists were deduplicated after the fact: the ledger was not
+    claimed = {"vrun": 0, "steps": {"written": {"record": [7, "written"]}, "loads": ["a"]}}
+    seen = ledger.apply(claimed, sink, no_file)
+    assert seen["steps"] == {"written": ["a", "b", "a", "b"], "loads": ["a"]}
+    literal = {"vrun": 0, "steps": {"written": ["a", "b"]}}  # the reference swapped for a list
+    assert ledger.apply(literal, sink, no_file) == {
+        "void": "a record the probe made is missing from its report"
+    }
+    unreported = [t for t in sink if t[0] != "report"]
+    assert ledger.apply({"record": [8, "loads"]}, unreported, no_file) == []  # never loaded
+    assert ledger.apply({"record": [7, "nope"]}, unreported, no_file) is None

@@ -41,6 +41,7 @@ from grader.observe import (
     attempt,
     attempt_call,
     need,
+    new_record,
     plain,
     raised,
     suite_salt,
@@ -505,18 +506,26 @@ class CountingSink:
         self.fail_first = fail_first
         self.delay = delay
         self.reports = reports
+        self.id = new_record()
         self.loads: list[list[JSON]] = []
-        self.written: list[JSON] = []
 
     async def load(self, rows: Sequence[Any]) -> int:
         batch = [row_id(row) for row in rows]
+        index = len(self.loads)
+        tick("load", value=[self.id, batch])  # what it was given, out of reach from now on
         self.loads.append(batch)
         if self.delay:
             await asyncio.sleep(self.delay)
         if len(self.loads) <= self.fail_first:
             raise NetworkError("connection dropped mid-write")
-        self.written.extend(batch)
+        tick("wrote", value=[self.id, index])
         return len(batch) if self.reports is None else self.reports
+
+    def record(self, part: str) -> JSON:
+        """Its ``loads`` or ``written`` in a report: a reference the parent fills from the
+        ledger (`grader.ledger.records`), never the lists this object holds."""
+        tick("report", value=[self.id, part])
+        return {"record": [self.id, part]}
 
 
 def row_id(row: Any) -> JSON:
@@ -611,7 +620,7 @@ def rerun_writes_zero(ns: ModuleType, rng: random.Random) -> JSON:
         sink = need(ns, "IdempotentSink")(inner)
         first = await settle(sink.load([dataclasses.replace(r) for r in rows]))
         second = await settle(sink.load([dataclasses.replace(r) for r in rows]))
-        return {"first": first, "second": second, "written": inner.written}
+        return {"first": first, "second": second, "written": inner.record("written")}
 
     return sink_run(scenario, ns)
 
@@ -643,9 +652,9 @@ def distinct_rows(ns: ModuleType, rng: random.Random) -> JSON:
         reported = await settle(sink_class(reporting).load(list(UNSORTED_ROWS)))
         return {
             "load": load,
-            "written": inner.written,
+            "written": inner.record("written"),
             "fixed": fixed,
-            "fixed_loads": unsorted.loads,
+            "fixed_loads": unsorted.record("loads"),
             "reported": reported,
         }
 
@@ -788,7 +797,7 @@ def within_batch(ns: ModuleType, rng: random.Random) -> JSON:
         sink = need(ns, "IdempotentSink")(inner)
         first = await settle(sink.load([a, b, dataclasses.replace(a), c, b]))
         second = await settle(sink.load([c, d, d]))
-        return {"first": first, "second": second, "loads": inner.loads}
+        return {"first": first, "second": second, "loads": inner.record("loads")}
 
     return sink_run(scenario, ns)
 
@@ -803,7 +812,12 @@ def parse_failure(ns: ModuleType, rng: random.Random) -> JSON:
         sink = need(ns, "IdempotentSink")(inner)
         failed = await settle(sink.load([a, bad, b]))
         retry = await settle(sink.load([a, b]))
-        return {"failed": failed, "retry": retry, "loads": inner.loads, "written": inner.written}
+        return {
+            "failed": failed,
+            "retry": retry,
+            "loads": inner.record("loads"),
+            "written": inner.record("written"),
+        }
 
     return sink_run(scenario, ns)
 
@@ -818,7 +832,12 @@ def inner_failure(ns: ModuleType, rng: random.Random) -> JSON:
         failed = await settle(sink.load(rows))
         retry = await settle(sink.load(rows))
         again = await settle(sink.load(rows))
-        return {"failed": failed, "retry": retry, "again": again, "written": inner.written}
+        return {
+            "failed": failed,
+            "retry": retry,
+            "again": again,
+            "written": inner.record("written"),
+        }
 
     return sink_run(scenario, ns)
 
@@ -831,7 +850,7 @@ def concurrent(ns: ModuleType, rng: random.Random) -> JSON:
         inner = CountingSink(delay=1.0)
         sink = need(ns, "IdempotentSink")(inner)
         results = await asyncio.gather(settle(sink.load(rows)), settle(sink.load(rows)))
-        return {"results": list(results), "written": inner.written}
+        return {"results": list(results), "written": inner.record("written")}
 
     return sink_run(scenario, ns)
 
@@ -844,7 +863,7 @@ def concurrent_first_fails(ns: ModuleType, rng: random.Random) -> JSON:
         inner = CountingSink(fail_first=1, delay=1.0)
         sink = need(ns, "IdempotentSink")(inner)
         results = await asyncio.gather(settle(sink.load(rows)), settle(sink.load(rows)))
-        return {"results": list(results), "written": inner.written}
+        return {"results": list(results), "written": inner.record("written")}
 
     return sink_run(scenario, ns)
 
@@ -865,9 +884,9 @@ def with_seen(ns: ModuleType, rng: random.Random) -> JSON:
         none_new = await settle(every.load([a, b]))
         return {
             "mixed": mixed,
-            "written": inner.written,
+            "written": inner.record("written"),
             "none_new": none_new,
-            "full_loads": full.loads,
+            "full_loads": full.record("loads"),
         }
 
     return sink_run(scenario, ns)
@@ -893,9 +912,9 @@ def own_memory(ns: ModuleType, rng: random.Random) -> JSON:
         return {
             "first": first,
             "second": second,
-            "second_written": second_inner.written,
+            "second_written": second_inner.record("written"),
             "nested": around,
-            "nested_written": third_inner.written,
+            "nested_written": third_inner.record("written"),
         }
 
     return sink_run(scenario, ns)

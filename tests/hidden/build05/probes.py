@@ -348,9 +348,10 @@ class Recorder(httpx.AsyncBaseTransport):
         raw = request.url.params.get("offset", "0")
         offset = int(raw) if raw.isascii() and raw.isdigit() else 0
         nth = self._per_offset[offset] = self._per_offset.get(offset, 0) + 1
-        # The parent stamps the request with its ledger's time, and counts the file's lines
-        # itself, in the kept file, up to the size and digest the file had now.
-        tick("request", value=self._state() if self._state is not None else None)
+        # The parent takes the request (offset, number, time) from its ledger, and counts the
+        # file's lines itself, in the kept file, up to the size and digest the file had now.
+        state = self._state() if self._state is not None else None
+        tick("request", value=[offset, nth, state])
         entry: list[Any] = [offset, nth, self.clock.now()]
         if self._state is not None:
             entry.append(None)  # the lines in the file then: counted by the parent
