@@ -187,10 +187,16 @@ def apply(
     kept = records(ticks)
     reported = {(v[0], v[1]) for k, _, v in ticks if k == "report"}
     found: set[tuple[int, str]] = set()
-    _walk(out, None, runs(ticks), read)
+    ledger = runs(ticks)
+    named: list[int] = []
+    _walk(out, None, ledger, read, named)
     out = _fill(out, kept, found)
     if reported - found:
         return {"void": "a record the probe made is missing from its report"}
+    if sorted(named) != list(range(len(ledger))):
+        # Every run the ledger holds is named once by the report: a run opened by a forged
+        # `run` tick (to soak up a wait) is named by nothing.
+        return {"void": "the report does not name each run of its ledger once"}
     return out
 
 
@@ -214,16 +220,22 @@ def _fill(
 
 
 def _walk(
-    value: JSON, run: Run | None, ledger: list[Run], read: Callable[[JSON], bytes | None]
+    value: JSON,
+    run: Run | None,
+    ledger: list[Run],
+    read: Callable[[JSON], bytes | None],
+    named: list[int],
 ) -> None:
     if isinstance(value, list):
         for item in value:
-            _walk(item, run, ledger, read)
+            _walk(item, run, ledger, read, named)
         return
     if not isinstance(value, dict):
         return
     if "vrun" in value:
         index = value["vrun"]
+        if type(index) is int:
+            named.append(index)
         run = ledger[index] if type(index) is int and 0 <= index < len(ledger) else None
         if run is not None and run.void:
             run = None
@@ -238,7 +250,7 @@ def _walk(
         value["requests"] = _requests(value["requests"], run, read(value.get("file")))
     for key, item in value.items():
         if key != "requests":
-            _walk(item, run, ledger, read)
+            _walk(item, run, ledger, read, named)
 
 
 def _timed(key: str, run: Run | None) -> JSON:

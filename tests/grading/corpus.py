@@ -1131,6 +1131,77 @@ if _Recorder is not None:
 )
 
 
+#: A second review's attacks: an `end` and a `run` written early, so a phantom run soaked up
+#: the extra wait; the bytes a streaming ingest would have written shown to the probe's file
+#: reader through a replaced `Path.read_bytes`, or through a state function put on the
+#: recorder the client holds.
+PHANTOM_RUN = (
+    "import grader.observe as _o; _o.tick('end'); _o.tick('run'); _o._runs[0] += 1; " + EXTRA_WAIT
+)
+PREDICTED_BYTES = """
+
+import builtins as _b
+import pathlib as _pl
+import sys as _sys
+from etl.sinks import row_to_json as _row_to_json
+
+if not hasattr(_b, "_so_far"):
+    _b._so_far = []
+    _real_read_bytes = _pl.Path.read_bytes
+
+    def _read_bytes(self):
+        if _sys._getframe(1).f_code.co_name == "file_state":
+            return "".join(_row_to_json(r) + "\\n" for r in _b._so_far).encode("utf-8")
+        return _real_read_bytes(self)
+
+    _pl.Path.read_bytes = _read_bytes
+
+_real_pages = SpaceDevsSource.pages
+
+
+def _pages(self):
+    async def gen():
+        _b._so_far.clear()
+        async for page in _real_pages(self):
+            _b._so_far.extend(page)
+            yield page
+
+    return gen()
+
+
+SpaceDevsSource.pages = _pages
+"""
+STATE_SWAPPED = """
+
+import hashlib as _hl
+from etl.sinks import row_to_json as _row_to_json
+
+_real_pages = SpaceDevsSource.pages
+
+
+def _pages(self):
+    so_far = []
+    transport = getattr(self.client, "_transport", None)
+    if transport is not None:
+
+        def _predicted(*args):
+            data = "".join(_row_to_json(r) + "\\n" for r in so_far).encode("utf-8")
+            return [len(data), _hl.sha256(data).hexdigest()]
+
+        transport._state = _predicted
+
+    async def gen():
+        async for page in _real_pages(self):
+            so_far.extend(page)
+            yield page
+
+    return gen()
+
+
+SpaceDevsSource.pages = _pages
+"""
+
+
 def solution05() -> Notebook:
     return read(ROOT / str(BUILD05.solution))
 
@@ -1264,6 +1335,12 @@ TIME_FORGERIES: tuple[Learner, ...] = (
         fails=("exhaustion_reraises_the_last_error", "n_attempts_sleep_n_minus_1_times"),
     ),
     Learner(
+        "forge_phantom_run",
+        cheat(retry("await asyncio.sleep(delay)", PHANTOM_RUN)),
+        twin="twin_clock_rewound",
+        fails=("exhaustion_reraises_the_last_error", "n_attempts_sleep_n_minus_1_times"),
+    ),
+    Learner(
         "forge_clock_moved_over_a_timer",
         cheat(retry("await asyncio.sleep(delay)", MOVED_OVER_A_TIMER)),
         twin="twin_clock_rewound",
@@ -1334,6 +1411,20 @@ TIME_FORGERIES: tuple[Learner, ...] = (
     Learner(
         "forge_decoy_file_watched",
         collecting(DECOY_WATCHED),
+        twin="twin_collects_everything",
+        build="05",
+        fails=("pages_are_written_as_they_arrive",),
+    ),
+    Learner(
+        "forge_predicted_bytes",
+        collecting(PREDICTED_BYTES),
+        twin="twin_collects_everything",
+        build="05",
+        fails=("pages_are_written_as_they_arrive",),
+    ),
+    Learner(
+        "forge_state_swapped",
+        collecting(STATE_SWAPPED),
         twin="twin_collects_everything",
         build="05",
         fails=("pages_are_written_as_they_arrive",),

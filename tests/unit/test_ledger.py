@@ -49,7 +49,7 @@ def test_the_child_s_times_are_replaced_and_a_report_without_its_run_believes_no
     claimed = {
         "outer": {"vrun": 0, "times": [0.0, 0.0], "calls": 2, "elapsed": 0.0, "ok": {"at": 0.0}},
         "stray": {"elapsed": 0.0, "times": [1.0], "blocking": 0.0},
-        "forged_index": {"vrun": 7, "elapsed": 2.0},
+        "forged_index": {"vrun": "0", "elapsed": 2.0},
     }
     seen = ledger.apply(claimed, runs, no_file)
     assert seen["outer"] == {
@@ -63,6 +63,20 @@ def test_the_child_s_times_are_replaced_and_a_report_without_its_run_believes_no
     assert seen["forged_index"] == {"vrun": None, "elapsed": None}
     assert claimed["outer"]["times"] == [0.0, 0.0]  # the record itself is never changed
     assert ledger.apply(seen, runs, no_file) == seen
+
+
+def test_each_run_of_the_ledger_is_named_once_by_the_report() -> None:
+    """A forged ``end`` then ``run`` closes the real run early and opens one nobody names,
+    to soak up a wait: the report must name every run once, or nothing in it counts."""
+    phantom = ticks(("run", 0), ("call", 0), ("end", 0), ("run", 0), ("wait", 4.0), ("end", 0))
+    void = {"void": "the report does not name each run of its ledger once"}
+    assert ledger.apply({"vrun": 0, "elapsed": 0.0}, phantom, no_file) == void
+    assert ledger.apply({"a": {"vrun": 0}, "b": {"vrun": 0}}, phantom[:3], no_file) == void
+    assert ledger.apply({"vrun": 7}, phantom[:3], no_file) == void
+    both = ledger.apply(
+        [{"vrun": 0, "elapsed": 1.0}, {"vrun": 1, "elapsed": 1.0}], phantom, no_file
+    )
+    assert [run["elapsed"] for run in both] == [0.0, 4.0]
 
 
 def test_a_file_s_lines_are_counted_in_the_kept_file_only_if_its_bytes_were_there() -> None:
@@ -217,6 +231,6 @@ def test_a_sinks_record_is_the_ticks_and_a_rewritten_report_believes_nothing() -
     assert ledger.apply(literal, sink, no_file) == {
         "void": "a record the probe made is missing from its report"
     }
-    unreported = [t for t in sink if t[0] != "report"]
+    unreported = [t for t in sink if t[0] not in ("report", "run", "end")]
     assert ledger.apply({"record": [8, "loads"]}, unreported, no_file) == []  # never loaded
     assert ledger.apply({"record": [7, "nope"]}, unreported, no_file) is None

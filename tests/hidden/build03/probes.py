@@ -546,7 +546,8 @@ def sink_run(make: Callable[[ModuleType], Awaitable[JSON]], ns: ModuleType) -> J
     seen = vrun(go)
     if "ok" in seen:
         return {"steps": seen["ok"], "elapsed": seen["elapsed"], "vrun": seen["vrun"]}
-    return {"stopped": {k: v for k, v in seen.items() if k in ("raised", "message", "missing")}}
+    stopped = {k: v for k, v in seen.items() if k in ("raised", "message", "missing")}
+    return {"stopped": stopped, "vrun": seen["vrun"]}
 
 
 def keys(ns: ModuleType, rows: Sequence[Any]) -> list[JSON]:

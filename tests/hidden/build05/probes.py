@@ -71,6 +71,7 @@ from grader.observe import (
     plain,
     raised,
     safe_text,
+    scratch_path,
     source_of,
     suite_salt,
     tick,
@@ -319,6 +320,10 @@ def retry_after(ns: ModuleType, value: str | None, now: datetime = NOW) -> JSON:
     return attempt(lambda: need(ns, "parse_retry_after")(value, now))
 
 
+#: The file each recorder watches, by the recorder's id (a str made without pathlib).
+WATCHED: dict[int, str | None] = {}
+
+
 class Recorder(httpx.AsyncBaseTransport):
     """The fixture app in-process, noting each request as it starts: its offset, its number
     for that offset, the virtual time, and (when watching a file) its state then: the
@@ -330,14 +335,15 @@ class Recorder(httpx.AsyncBaseTransport):
         clock: Clock,
         *,
         faults: Callable[[int], str | None] | None = None,
-        watch: Path | None = None,
+        watch: str | None = None,
     ) -> None:
         self.inner = httpx.ASGITransport(app=app)
         self.clock = clock
         self.faults = faults
-        # Bound here, not kept as a plain attribute a learner's code could point elsewhere
-        # (at a decoy filled page by page while the real file is written at the end).
-        self._state = partial(file_state, watch) if watch is not None else None
+        # Kept here, not on the recorder a learner's code can reach through its client (and
+        # point at a decoy, or at a state function of its own): hunting this module down
+        # with gc is the residual the README names.
+        WATCHED[id(self)] = watch
         self.requests: list[list[Any]] = []
         self._per_offset: dict[int, int] = {}
 
@@ -350,10 +356,10 @@ class Recorder(httpx.AsyncBaseTransport):
         nth = self._per_offset[offset] = self._per_offset.get(offset, 0) + 1
         # The parent takes the request (offset, number, time) from its ledger, and counts the
         # file's lines itself, in the kept file, up to the size and digest the file had now.
-        state = self._state() if self._state is not None else None
-        tick("request", value=[offset, nth, state])
+        watch = WATCHED.get(id(self))
+        tick("request", value=[offset, nth, file_state(watch) if watch is not None else None])
         entry: list[Any] = [offset, nth, self.clock.now()]
-        if self._state is not None:
+        if watch is not None:
             entry.append(None)  # the lines in the file then: counted by the parent
         self.requests.append(entry)
         name = self.faults(number) if self.faults else None
@@ -439,18 +445,18 @@ def run_ingest(
     query: str = "?limit=10",
     policy: dict[str, Any] | None = None,
     results: Sequence[Mapping[str, Any]],
-    watch: bool = False,
+    watch: str | None = None,
     name: str,
 ) -> JSON:
     """One run of ``ingest(source, path)`` with a fresh fixture, client and source: the
-    report, each request (with the file's line count when it started, if `watch`), and the
-    file afterwards, kept as `name`."""
+    report, each request (with the state of the file `watch` names in the scratch folder
+    when it started: `path`'s own name), and the file afterwards, kept as `name`."""
     box: dict[str, Any] = {"requests": []}
     where = Path(path)
 
     async def go(clock: Clock) -> JSON:
         app = FixtureApp(script, results=results)
-        transport = Recorder(app, clock, watch=where if watch else None)
+        transport = Recorder(app, clock, watch=scratch_path(watch) if watch else None)
         box["requests"] = transport.requests
         async with httpx.AsyncClient(transport=transport, base_url=IN_PROCESS_BASE_URL) as client:
             source = need(ns, "SpaceDevsSource")(
@@ -1105,9 +1111,14 @@ def two_processes(ns: ModuleType, rng: random.Random) -> JSON:
 
 @PROBES.seeded("pages_are_written_as_they_arrive")
 def as_they_arrive(ns: ModuleType, rng: random.Random) -> JSON:
-    path = fresh_file("arriving.jsonl")
+    path = fresh_file(ARRIVING)
     served = listing(rng)[:SMALL]
-    return run_ingest(ns, path, results=served, watch=True, name="pages_are_written_as_they_arrive")
+    name = "pages_are_written_as_they_arrive"
+    return run_ingest(ns, path, results=served, watch=ARRIVING, name=name)
+
+
+#: The file `as_they_arrive` watches, named as a str: its path is made without pathlib.
+ARRIVING = "arriving.jsonl"
 
 
 @PROBES.seeded("failed_run_keeps_its_pages_and_the_rerun_finishes")
