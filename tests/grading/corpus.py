@@ -1020,6 +1020,31 @@ _probes_with("Recorder")["file_state"] = _file_state
 )
 
 
+def wrap_pages(setup: str, before: str, each: str) -> str:
+    """A source whose pages pass through code of the forger's: `setup` at load, `before` when
+    the pages start (in `_pages`, with `self` the source), `each` for every `page`."""
+    return f"""
+
+{setup}
+
+_real_pages = SpaceDevsSource.pages
+
+
+def _pages(self):
+{textwrap.indent(before or "pass", "    ")}
+
+    async def gen():
+        async for page in _real_pages(self):
+{textwrap.indent(each, " " * 12)}
+            yield page
+
+    return gen()
+
+
+SpaceDevsSource.pages = _pages
+"""
+
+
 #: A review's attacks (issue 25): an `end` tick written early, so the extra wait after it
 #: fell outside the run; a real timer awaited after moving the clock over it, so the select
 #: gained nothing; blank lines written as the pages came; a decoy file watched instead.
@@ -1029,24 +1054,15 @@ MOVED_OVER_A_TIMER = (
     " fut = loop.create_future(); loop.call_later(d, fut.set_result, None);"
     " loop._LoopTimeEventLoop__now += loop._LoopTimeEventLoop__time2int(d); await fut"
 )
-BLANK_LINES = """
-
-_real_pages = SpaceDevsSource.pages
-_where = [None]
-
-
-def _pages(self):
-    async def gen():
-        async for page in _real_pages(self):
-            if _where[0] is not None:
-                with open(_where[0], "ab") as f:
-                    f.write(b"\\n" * len(page))
-            yield page
-
-    return gen()
-
-
-SpaceDevsSource.pages = _pages
+BLANK_LINES = (
+    wrap_pages(
+        setup="_where = [None]",
+        before="",
+        each="""if _where[0] is not None:
+    with open(_where[0], "ab") as f:
+        f.write(b"\\n" * len(page))""",
+    )
+    + """
 _collecting_ingest = ingest
 
 
@@ -1057,31 +1073,18 @@ async def ingest(source, path):
     finally:
         _where[0] = None
 """
-DECOY_WATCHED = """
-
-from pathlib import Path as _Path
-
-_real_pages = SpaceDevsSource.pages
-
-
-def _pages(self):
-    async def gen():
-        transport = getattr(self.client, "_transport", None)
-        decoy = None
-        if getattr(transport, "watch", None) is not None:
-            decoy = _Path(str(transport.watch) + ".decoy")
-            decoy.unlink(missing_ok=True)
-            transport.watch = decoy
-        async for page in _real_pages(self):
-            if decoy is not None:
-                await JsonlSink(decoy).load(page)
-            yield page
-
-    return gen()
-
-
-SpaceDevsSource.pages = _pages
-"""
+)
+DECOY_WATCHED = wrap_pages(
+    setup="from pathlib import Path as _Path",
+    before="""transport = getattr(self.client, "_transport", None)
+decoy = None
+if getattr(transport, "watch", None) is not None:
+    decoy = _Path(str(transport.watch) + ".decoy")
+    decoy.unlink(missing_ok=True)
+    transport.watch = decoy""",
+    each="""if decoy is not None:
+    await JsonlSink(decoy).load(page)""",
+)
 
 
 #: Honest code the ledger must not cost a point: a heartbeat thread that sleeps blocks no
@@ -1138,9 +1141,8 @@ if _Recorder is not None:
 PHANTOM_RUN = (
     "import grader.observe as _o; _o.tick('end'); _o.tick('run'); _o._runs[0] += 1; " + EXTRA_WAIT
 )
-PREDICTED_BYTES = """
-
-import builtins as _b
+PREDICTED_BYTES = wrap_pages(
+    setup="""import builtins as _b
 import pathlib as _pl
 import sys as _sys
 from etl.sinks import row_to_json as _row_to_json
@@ -1154,52 +1156,38 @@ if not hasattr(_b, "_so_far"):
             return "".join(_row_to_json(r) + "\\n" for r in _b._so_far).encode("utf-8")
         return _real_read_bytes(self)
 
-    _pl.Path.read_bytes = _read_bytes
-
-_real_pages = SpaceDevsSource.pages
-
-
-def _pages(self):
-    async def gen():
-        _b._so_far.clear()
-        async for page in _real_pages(self):
-            _b._so_far.extend(page)
-            yield page
-
-    return gen()
+    _pl.Path.read_bytes = _read_bytes""",
+    before="so_far = _b._so_far\nso_far.clear()",
+    each="so_far.extend(page)",
+)
+STATE_SWAPPED = wrap_pages(
+    setup="""import hashlib as _hl
+from etl.sinks import row_to_json as _row_to_json""",
+    before="""so_far = []
+transport = getattr(self.client, "_transport", None)
 
 
-SpaceDevsSource.pages = _pages
-"""
-STATE_SWAPPED = """
-
-import hashlib as _hl
-from etl.sinks import row_to_json as _row_to_json
-
-_real_pages = SpaceDevsSource.pages
+def _predicted(*args):
+    data = "".join(_row_to_json(r) + "\\n" for r in so_far).encode("utf-8")
+    return [len(data), _hl.sha256(data).hexdigest()]
 
 
-def _pages(self):
-    so_far = []
-    transport = getattr(self.client, "_transport", None)
-    if transport is not None:
-
-        def _predicted(*args):
-            data = "".join(_row_to_json(r) + "\\n" for r in so_far).encode("utf-8")
-            return [len(data), _hl.sha256(data).hexdigest()]
-
-        transport._state = _predicted
-
-    async def gen():
-        async for page in _real_pages(self):
-            so_far.extend(page)
-            yield page
-
-    return gen()
+if transport is not None:
+    transport._state = _predicted""",
+    each="so_far.extend(page)",
+)
 
 
-SpaceDevsSource.pages = _pages
-"""
+def streamed_lie(name: str, code: str) -> Learner:
+    """A collect-everything ingest with `code` making it look streamed to a probe: held at
+    its twin's score, failing the test that watches the file."""
+    return Learner(
+        name,
+        collecting(code),
+        twin="twin_collects_everything",
+        build="05",
+        fails=("pages_are_written_as_they_arrive",),
+    )
 
 
 def solution05() -> Notebook:
@@ -1387,48 +1375,12 @@ TIME_FORGERIES: tuple[Learner, ...] = (
         fails=("concurrent_loads_write_once",),
     ),
     Learner("twin_no_lock", nb_maker(lambda: with_mutant(solution(), "03", "no_lock"))),
-    Learner(
-        "forge_stdlib_replaced",
-        collecting(STREAMING_LOOK),
-        twin="twin_collects_everything",
-        build="05",
-        fails=("pages_are_written_as_they_arrive",),
-    ),
-    Learner(
-        "forge_probe_global_rebound",
-        collecting(LINES_REBOUND),
-        twin="twin_collects_everything",
-        build="05",
-        fails=("pages_are_written_as_they_arrive",),
-    ),
-    Learner(
-        "forge_blank_lines_as_pages_come",
-        collecting(BLANK_LINES),
-        twin="twin_collects_everything",
-        build="05",
-        fails=("pages_are_written_as_they_arrive",),
-    ),
-    Learner(
-        "forge_decoy_file_watched",
-        collecting(DECOY_WATCHED),
-        twin="twin_collects_everything",
-        build="05",
-        fails=("pages_are_written_as_they_arrive",),
-    ),
-    Learner(
-        "forge_predicted_bytes",
-        collecting(PREDICTED_BYTES),
-        twin="twin_collects_everything",
-        build="05",
-        fails=("pages_are_written_as_they_arrive",),
-    ),
-    Learner(
-        "forge_state_swapped",
-        collecting(STATE_SWAPPED),
-        twin="twin_collects_everything",
-        build="05",
-        fails=("pages_are_written_as_they_arrive",),
-    ),
+    streamed_lie("forge_stdlib_replaced", STREAMING_LOOK),
+    streamed_lie("forge_probe_global_rebound", LINES_REBOUND),
+    streamed_lie("forge_blank_lines_as_pages_come", BLANK_LINES),
+    streamed_lie("forge_decoy_file_watched", DECOY_WATCHED),
+    streamed_lie("forge_predicted_bytes", PREDICTED_BYTES),
+    streamed_lie("forge_state_swapped", STATE_SWAPPED),
     Learner("twin_collects_everything", collecting(), build="05"),
     Learner(
         "forge_request_log_edited",
