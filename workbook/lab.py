@@ -2,8 +2,9 @@
 
 The server's root is the repository (so the file browser shows every folder). It opens the
 notebook after the last build that is done, in arc order (a fresh clone opens 01; with 03 done,
-04), and always prints ``http://127.0.0.1:PORT/lab/tree/<notebook>?token=<hex>``. A repeat
-while a server for this repository runs starts nothing: it prints that server's URL again.
+04), and prints ``http://127.0.0.1:PORT/lab/tree/<notebook>?token=<hex>`` once the server
+answers (a click on it at once works). A repeat while a server for this repository runs
+starts nothing: it prints that server's URL again.
 
 The terminal stays quiet: the server logs only warnings, and the Jupyter config written into
 the venv encrypts the kernels' connections (so ipykernel has no plain-TCP warning to give) and
@@ -18,8 +19,11 @@ import logging
 import os
 import platform
 import secrets
+import signal
 import socket
+import subprocess
 import sys
+import time
 import urllib.request
 import webbrowser
 from collections.abc import Callable
@@ -109,7 +113,7 @@ def lab_command(root: Path, first: str | None, port: int, token: str) -> list[st
         "--ServerApp.port_retries=0",
         f"--ServerApp.root_dir={root}",
         f"--IdentityProvider.token={token}",
-        # The URL printed before the server starts is the one to open; the server's own
+        # The URL printed once the server answers is the one to open; the server's own
         # start-up chatter (extensions linked, language servers not installed) is noise.
         "--ServerApp.log_level=WARN",
         "--LabApp.log_level=WARN",
@@ -201,7 +205,29 @@ def main() -> int:
         return 0
     port, token = free_port(), secrets.token_hex(24)
     command = lab_command(manifest.root, path, port, token)
-    print(f"Open this URL (Ctrl-C here stops the server):\n\n    {lab_url(port, path, token)}\n")
-    sys.stdout.flush()
-    os.chdir(manifest.root)
-    os.execv(sys.executable, command)
+    # Ctrl-C reaches the server too (one process group): it shuts down, and so does this.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    server = subprocess.Popen(command, cwd=manifest.root)
+    signal.signal(signal.SIGTERM, lambda signum, frame: server.terminate())
+    if answers(port, token, server):
+        print(
+            f"Open this URL (Ctrl-C here stops the server):\n\n    {lab_url(port, path, token)}\n"
+        )
+        sys.stdout.flush()
+    return server.wait()
+
+
+def answers(port: int, token: str, server: subprocess.Popen[bytes], seconds: float = 120.0) -> bool:
+    """Whether the server started on `port` answers its status page within `seconds` (False
+    as soon as it has exited): the URL is printed only once a click on it would work."""
+    status = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/status", headers={"Authorization": f"token {token}"}
+    )
+    deadline = time.monotonic() + seconds
+    while server.poll() is None and time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(status, timeout=3):
+                return True
+        except OSError:  # refused while it starts (URLError is an OSError)
+            time.sleep(0.2)
+    return False

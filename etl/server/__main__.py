@@ -1,7 +1,8 @@
 """``python -m etl.server``: serve the fixture on 127.0.0.1 until Ctrl-C.
 
 One run is one fresh `FixtureApp`: its scripts start from request 1 and every request is
-printed as it is answered (``--quiet`` to stop that). A bad ``--fault`` spec is a usage error
+printed as it is answered (``--quiet`` to stop that). The URL is printed once the server
+answers on it. A bad ``--fault`` spec is a usage error
 (exit 2) before anything listens; a port already taken exits 1.
 """
 
@@ -11,6 +12,8 @@ import argparse
 import contextlib
 import socket
 import sys
+import threading
+import time
 from collections.abc import Sequence
 
 import uvicorn
@@ -61,14 +64,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
         return 1
     host, port = sock.getsockname()[:2]
-    print(f"Serving {app.count} launches at http://{host}:{port}{LAUNCHES_PATH}", flush=True)
-    for line in plan.describe():
-        print(f"  scripted: {line}", flush=True)
-    print("Press Ctrl-C to stop.", flush=True)
-    config = _uvicorn_config(app)
+    server = uvicorn.Server(_uvicorn_config(app))
+
+    def announce() -> None:
+        """The URL, once the server answers on it: a click at once never meets a refusal."""
+        while not server.started:
+            if server.should_exit:
+                return
+            time.sleep(0.01)
+        print(f"Serving {app.count} launches at http://{host}:{port}{LAUNCHES_PATH}", flush=True)
+        for line in plan.describe():
+            print(f"  scripted: {line}", flush=True)
+        print("Press Ctrl-C to stop.", flush=True)
+
+    threading.Thread(target=announce, name="announce", daemon=True).start()
     # uvicorn shuts down gracefully on Ctrl-C, then re-raises the signal for the caller.
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
     print("Stopped.", flush=True)
     return 0
 

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -236,7 +236,7 @@ def test_make_lab_twice_one_server_one_url_and_a_quiet_terminal(tmp_path: Path, 
         )  # fmt: skip
     url_pattern = re.compile(r"http://127\.0\.0\.1:(\d+)/lab/tree/(\S+)\?token=([0-9a-f]+)")
     try:
-        found = wait_until(lambda: url_pattern.search(log.read_text()), 30, "the URL")
+        found = wait_until(lambda: url_pattern.search(log.read_text()), 120, "the URL")
         port, notebook, token = found[1], found[2], found[3]
         assert notebook == "notebooks/01_retry_with_backoff.ipynb"
 
@@ -249,7 +249,7 @@ def test_make_lab_twice_one_server_one_url_and_a_quiet_terminal(tmp_path: Path, 
             with urllib.request.urlopen(request, timeout=10) as response:
                 return json.loads(response.read())
 
-        wait_until(lambda: try_api(api, "/api/status"), 60, "JupyterLab")
+        api("/api/status")  # printed only once it answers: no waiting here
         api(f"/api/contents/{notebook}?content=1")  # what opening the notebook asks
         session = {"path": notebook, "type": "notebook", "kernel": {"name": "python3"}}
         api("/api/sessions", json.dumps(session).encode())
@@ -287,13 +287,3 @@ def test_make_lab_twice_one_server_one_url_and_a_quiet_terminal(tmp_path: Path, 
         line for line in lines if re.search(r"WARNING|\[W |not trusted|without encryption|!!", line)
     ]
     assert noise == [], "\n".join(lines)
-
-
-Api = Callable[[str], object]
-
-
-def try_api(api: Api, path: str) -> object:
-    """The API's answer, or None while the server (or the kernel) is still starting."""
-    with contextlib.suppress(OSError, ValueError):
-        return api(path)
-    return None
