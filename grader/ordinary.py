@@ -7,11 +7,13 @@ hold when the solution earns full marks, the stubs and the cheat earn nothing, e
 ``bwrap``, and the grading exits 0. The cheat is first run here, without walls, to show that
 it does take the answers wherever it can read them.
 
-The grader's own interpreter lives under ``/root`` (mode 700), out of nobody's reach, so this
-makes a venv of Debian's ``/usr/bin/python3.11`` in a fresh folder under ``/tmp`` that nobody
-can read; no pip and no network: a ``.pth`` file adds this venv's site-packages (its packages
-are pure Python or built for CPython 3.11). Everything it makes is removed after. Running it
-twice gives the same verdict.
+The grader's own interpreter may live out of nobody's reach (under ``/root``), so this makes a
+venv of an interpreter of the same version nobody can run (`grader.nobody.interpreter`: found,
+not hard-coded) in a fresh folder under ``/tmp``; no pip and no network: a ``.pth`` file adds
+this venv's site-packages. Where the repository (or its venv) sits in a folder nobody cannot
+read (a clone under ``/root``, or in a ``mktemp -d`` folder), nobody gets a copy of its own
+there (`grader.nobody.stage`: hard links, removed after). Everything it makes is removed
+after. Running it twice gives the same verdict.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -28,11 +29,18 @@ import time
 from pathlib import Path
 
 from grader.cleanup import remove_tree
+from grader.nobody import (
+    AS_NOBODY,
+    LEFT_OUT,
+    NOBODY,
+    interpreter,
+    skip_reason,
+    stage,
+    stage_packages,
+)
 from workbook.export import load
 from workbook.manifest import load_manifest
 
-NOBODY = 65534
-PYTHON = "/usr/bin/python3.11"
 #: What the cheat adds to the stubs: the solution's answer cells, then the reference seams.
 CHEAT = """
 import json as _json
@@ -51,20 +59,11 @@ except OSError:
 """
 
 
-def skip_reason() -> str | None:
-    """Why this part cannot run here (None: it can)."""
-    if os.geteuid() != 0:
-        return "not root"
-    if not os.access(PYTHON, os.X_OK) or shutil.which("setpriv") is None:
-        return f"{PYTHON} or setpriv is missing"
-    return None
-
-
-def make_class(folder: Path) -> Path:
-    """The three learners' folders; returns the class folder."""
+def make_class(folder: Path, root: Path) -> Path:
+    """The three learners' folders (the cheat reading the repository at `root`, the copy
+    nobody grades from); returns the class folder."""
     manifest = load_manifest()
     entry = manifest.entry("03")
-    root = manifest.root
     name = Path(entry.path).name
     cheat_cell = CHEAT.format(
         solution=str(root / str(entry.solution)), seams=str(root / "tests/hidden/seams/03.py")
@@ -89,39 +88,46 @@ def make_class(folder: Path) -> Path:
     return folder / "class"
 
 
-def make_venv(folder: Path) -> Path:
-    """A venv of Debian's interpreter that sees this venv's packages; returns its python."""
+def make_venv(folder: Path, python: str, root: Path) -> Path:
+    """A venv of `python` (one nobody can run) that imports this repository's code from
+    `root` (first: the editable install points at the original) and sees this venv's
+    packages (staged where nobody could not read them); returns its python. Every process
+    it starts, the walls' fork servers included, sees the same."""
     venv = folder / "venv"
-    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
-    packages = sysconfig.get_paths()["purelib"]
-    (venv / "lib" / "python3.11" / "site-packages" / "run-it-twice.pth").write_text(
-        f"import site; site.addsitedir({packages!r})\n"
+    subprocess.run([python, "-m", "venv", "--without-pip", str(venv)], check=True)
+    packages = str(stage_packages(folder))
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(venv)}))
+    (site / "run-it-twice.pth").write_text(
+        f"import sys; sys.path.insert(0, {str(root)!r}); import site;"
+        f" site.addsitedir({packages!r})\n"
     )
     return venv / "bin" / "python"
 
 
 def main() -> int:
     why = skip_reason()
-    if why is not None:
+    python_found = interpreter()
+    if why is not None or python_found is None:
         print(f"skipped: {why}")
         return 0
     start = time.perf_counter()
     folder = Path(tempfile.mkdtemp(prefix="rit-ordinary-"))
     try:
         folder.chmod(0o755)
-        learners = make_class(folder)
+        root = stage(load_manifest().root, folder / "staged", left_out=LEFT_OUT)
+        learners = make_class(folder, root)
         # The cheat is a real one: where the files can be read, it has the answers.
         cheat = load(next((learners / "cheat").iterdir()))
         if cheat.fnv1a_64(b"") != "cbf29ce484222325":
             print("the cheat does not take the solution even without walls: fix the cheat")
             return 1
-        python = make_venv(folder)
+        python = make_venv(folder, python_found, root)
         out = folder / "out"
         out.mkdir()
         os.chown(out, NOBODY, NOBODY)
         done = subprocess.run(
             [
-                *("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"),
+                *AS_NOBODY,
                 *(str(python), "-m", "grader.batch", str(learners), "--out", str(out)),
                 *("--workers", "1"),
             ],

@@ -19,7 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from grader.ordinary import skip_reason as ordinary_user_skip
+from grader.nobody import skip_reason as ordinary_user_skip
 from grader.sandbox import WALLS_MODES
 from workbook.verify import BIN, ROOT, Part, pytest, run_parts
 

@@ -12,7 +12,6 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import nobody
 from grader.cache import Cache, replace_file
 from grader.cleanup import PARTIAL, remove_partials, remove_stale_scratch, remove_tree
 from grader.discovery import NOT_SUBMITTED, find_notebook, scan_class, scan_learner
@@ -122,7 +122,6 @@ def test_unreadable_and_unwritable_folders_are_removed(tmp_path: Path) -> None:
     assert not top.exists()
 
 
-NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
 NOBODY_SCRIPT = r"""
 import importlib.util, json, os, sys
 spec = importlib.util.spec_from_file_location("cleanup", sys.argv[1])
@@ -142,9 +141,9 @@ print(json.dumps({"left": removal.left, "exists": os.path.lexists(top)}))
 def test_as_an_ordinary_user_locked_folders_are_unlocked_and_removed(tmp_path: Path) -> None:
     """As nobody (where this runs as root), folders of mode 000 the user owns are removed, and
     a symlink to a root-owned file is removed, not followed (its target keeps its mode)."""
-    python = Path("/usr/bin/python3.11")
-    if os.geteuid() != 0 or not python.exists() or shutil.which("setpriv") is None:
-        pytest.skip("needs root, setpriv and Debian's python3.11 to act as nobody")
+    why, python = nobody.skip_reason(), nobody.interpreter()
+    if why is not None or python is None:
+        pytest.skip(f"acting as nobody needs root, setpriv and an interpreter: {why}")
     # pytest's folders are root's alone (mode 700): nobody needs one it can reach.
     base = Path(tempfile.mkdtemp(prefix="cleanup-test-"))
     base.chmod(0o755)
@@ -154,9 +153,10 @@ def test_as_an_ordinary_user_locked_folders_are_unlocked_and_removed(tmp_path: P
     target = base / "root_only.txt"
     target.write_text("root's")
     target.chmod(0o600)
-    cleanup = Path(__file__).resolve().parents[2] / "grader" / "cleanup.py"
+    # A copy nobody can read wherever this clone sits (a folder only root can read included).
+    cleanup = nobody.stage(Path(__file__).resolve().parents[2] / "grader" / "cleanup.py", base)
     done = subprocess.run(
-        [*NOBODY, str(python), "-c", NOBODY_SCRIPT, str(cleanup), str(home), str(target)],
+        [*nobody.AS_NOBODY, python, "-c", NOBODY_SCRIPT, str(cleanup), str(home), str(target)],
         capture_output=True,
         text=True,
         timeout=60,
