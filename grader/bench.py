@@ -11,7 +11,7 @@ It grades the class cold (empty cache), then again (every grade from the cache),
 more after one learner changes one build, and prints the times: the cold run's CPU split
 between this process (reading, judging, caching, writing) and the workers, and what the walls
 add to one worker (the smallest job, timed walled in and not). ``--without-learner-tests``
-grades the answers only: ARC.md's target of 0.30 s a learner cold counts those alone (0.50 s
+grades the answers only: ARC.md's target of 0.8 s a learner cold counts those alone (1.6 s
 with the learners' tests). ``--walls off`` grades the whole class without walls, to compare.
 """
 
