@@ -514,17 +514,18 @@ def kernel_report(build: str, names_or_steps: Sequence[str], shell: Any) -> str:
     except WorkbookError as exc:
         failed = [CheckResult(c.name, c.step, "error") for c in chosen]
         helpers = untagged_helpers(cells, sources, shell.user_ns)
+        notes += _footnote(path, tagged, helpers)
         return _report(build, names_or_steps, failed, [f"✗ {exc}", *helpers, *notes])
     if teststep.is_test_step(names_or_steps):
-        return "\n".join(
-            [*learner_test_reports(build, names_or_steps, module, tagged, cells, before), *notes]
-        )
+        reports = learner_test_reports(build, names_or_steps, module, tagged, cells, before)
+        return "\n".join([*reports, *notes, *_footnote(path, tagged, ())])
     results = checks.run(module, *names_or_steps)
     if not names_or_steps:  # "all together": a test-writing step is a step too
         written = kernel_sources(module, tagged, cells, before)
         results = [*results, *teststep.results(build, written, results)]
     passed = all(r.passed for r in results)
     helpers = [] if passed else untagged_helpers(cells, sources, shell.user_ns)
+    notes += _footnote(path, tagged, helpers)
     return _report(build, names_or_steps, results, [*helpers, *notes])
 
 
@@ -582,27 +583,35 @@ def _provenance(
         (i for i, c in enumerate(cells, 1) if _same(cell_source(c)) == _same(text)), None
     )
     lines = []
-    for cell in tagged:
-        if cell.differs:
-            where = cell_name(cells, cell.index)
-            lines.append(
-                f"⚠ {where[0].upper()}{where[1:]}, as this kernel last ran it, differs from the"
-                f" saved {path.name}, which `make progress` and the grader read: save, or"
-                f" re-run {where}."
-            )
+    unsaved = [cell_name(cells, c.index) for c in tagged if c.differs]
+    if unsaved:
+        # One line, whatever their number; re-running them changes nothing the file holds.
+        listed = ", ".join(unsaved)
+        differ, them = ("differ", "them") if len(unsaved) > 1 else ("differs", "it")
+        lines.append(
+            f"⚠ Not saved yet: {listed} {differ}, as this kernel last ran {them}, from"
+            f" {path.name}, which `make progress` and the grader read. Save the notebook."
+        )
     unrun = [c for c in tagged if c.ran is None and here is not None and c.index < here]
     if unrun:
         listed = ", ".join(cell_name(cells, c.index) for c in unrun)
         setup = unrun[0].tag == "setup"
         first = " Run the setup cell first: the demo cells need it." if setup else ""
         lines.append(f"Not run in this kernel yet, so read from the saved file: {listed}.{first}")
+    return lines
+
+
+def _footnote(path: Path, tagged: Sequence[Tagged], helpers: Sequence[str]) -> list[str]:
+    """How the report was made, only when it matters: some tagged cell read as saved, or a
+    name found in an untagged cell."""
     ran = sum(c.ran is not None for c in tagged)
-    lines.append(
+    if ran == len(tagged) and not helpers:
+        return []
+    return [
         f"(Checked a fresh module of the setup and answer cells of {path.name}: {ran} of"
         f" {len(tagged)} as this kernel last ran them, the rest as saved. Names defined in"
         " other cells do not count, as at grading.)"
-    )
-    return lines
+    ]
 
 
 start_recording()

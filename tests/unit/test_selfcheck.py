@@ -141,10 +141,12 @@ def test_one_verdict_from_restart_to_an_unsaved_edit(tmp_path: Path) -> None:
     unsaved = reports["unsaved"]
     assert summary(unsaved)[0] < summary(unsaved)[1], unsaved
     assert (
-        "⚠ The answer cell under 'Step 3', as this kernel last ran it, differs from the saved"
-        f" {NOTEBOOK}, which `make progress` and the grader read: save, or re-run the answer"
-        " cell under 'Step 3'."
+        "⚠ Not saved yet: the answer cell under 'Step 3' differs, as this kernel last ran it,"
+        f" from {NOTEBOOK}, which `make progress` and the grader read. Save the notebook."
     ) in unsaved
+    assert unsaved.count("Not saved yet") == 1 and "re-run" not in unsaved
+    # Every tagged cell ran here: no footnote on how the report was made.
+    assert "(Checked a fresh module" not in unsaved and "(Checked a fresh module" in restart
     assert build_report(path).done  # the file still holds the right answer
     # Saved: progress now says what the self-check said.
     sink_cell["source"] = buggy
