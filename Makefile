@@ -30,7 +30,7 @@ lab: $(STAMP) ## Start JupyterLab (or reuse this repo's running one) and print i
 	@$(PY) -m workbook lab
 
 check: $(STAMP) ## Prove the workbook sound (BUILD=03: one build; SUBMISSIONS=dir grades a class into OUT=grades/)
-	@$(PY) -m $(CHECKER) $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)" --out "$(OUT)" $(GRADING)) $(if $(BUILD),--build "$(BUILD)")
+	@$(PY) -m $(CHECKER) $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)" --out "$(OUT)" $(GRADING)) $(if $(BUILD),--build "$(BUILD)") $(if $(FRESH),--fresh)
 
 progress: $(STAMP) ## Per build, how many checks pass in your saved notebooks, and what to do next
 	@$(PY) -m workbook progress
@@ -39,7 +39,7 @@ reset: $(STAMP) ## Restore one build's stubs, keeping a backup of yours (BUILD=0
 	@$(PY) -m workbook reset $(BUILD)
 
 clean: ## Remove the venv, caches and generated outputs
-	rm -rf $(VENV) build grades artifacts release *.egg-info .pytest_cache .ruff_cache .mypy_cache .progress
+	rm -rf $(VENV) build grades artifacts release *.egg-info .pytest_cache .ruff_cache .mypy_cache .progress .check-cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
 

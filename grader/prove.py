@@ -1,14 +1,15 @@
 """`make check` in the instructor's repository: the proof that the workbook is sound.
 
-Its parts run in order, timed, through the learner's runner (`workbook.verify.run_parts`): lint and
-types, the unit tests, the concept notebooks against their stored outputs (nbval strict),
-validity (every solution full marks, every stub zero, every mutant killed), and the browser
-suite. With ``--submissions DIR`` (``make check SUBMISSIONS=dir [OUT=grades]``) it grades a
-class instead (`grader.batch`) and exits 0 once grading finished, whatever the scores, or
-refuses (one paragraph, non-zero) where no walls can be raised, unless ``--walls off`` or
-``--walls container`` (``WALLS=off``) says to grade without them. As root it also grades a
-small class as an ordinary user (`grader.ordinary`); otherwise that part says "skipped: not
-root". With ``--build 03`` (``make check BUILD=03``) it runs that build's validity alone.
+Its parts (`workbook.parts`) run in three lanes at once: the unit tests; the browser suite; and
+lint and types, the concept notebooks against their stored outputs (nbval strict), validity
+(every solution full marks, every stub zero, every mutant killed) and, as root, a small class
+graded as an ordinary user (`grader.ordinary`; otherwise "skipped: not root"). A part that
+passed on exactly the inputs it reads says "cached" (``FRESH=1`` runs all). With
+``--submissions DIR`` (``make check SUBMISSIONS=dir [OUT=grades]``) it grades a class instead
+(`grader.batch`) and exits 0 once grading finished, whatever the scores, or refuses (one
+paragraph, non-zero) where no walls can be raised, unless ``--walls off`` or ``--walls
+container`` (``WALLS=off``) says to grade without them. With ``--build 03`` (``make check
+BUILD=03``) it runs that build's validity alone, or grades that build alone.
 """
 
 from __future__ import annotations
@@ -21,43 +22,35 @@ from pathlib import Path
 
 from grader.nobody import skip_reason as ordinary_user_skip
 from grader.sandbox import WALLS_MODES
-from workbook.verify import BIN, ROOT, Part, pytest, run_parts
+from workbook.parts import Part, pytest, run_parts, tracked_files, tree_key
+from workbook.verify import BIN, ROOT
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 
+#: What the validity part does not read: the concept notebooks and the other parts' tests.
+NOT_VALIDITY = ("notebooks/", "tests/unit/", "tests/grading/", "tests/browser/", "scripts/")
+#: What the concept notebooks' run reads: themselves, the code they import, the settings.
+NBVAL = ("notebooks/", "etl/", "workbook/")
+
+
 def instructor_parts() -> list[Part]:
+    """The parts, in three lanes that run at once on 2 cores: the unit tests (two pytest
+    workers), the browser suite (mostly waiting on JupyterLab and Chromium), and the rest in
+    order. Each is keyed on what it proves (`workbook.parts.tree_key`)."""
     has = (ROOT / "tests").exists
     chromium = shutil.which(CHROMIUM) or shutil.which("chromium")
+    files = tracked_files()
+    top = [f for f in files if "/" not in f]
+    validity = [f for f in files if not f.startswith(NOT_VALIDITY)]
+    nbval = [*top, *(f for f in files if f.startswith(NBVAL))]
+    browser = f"chromium={chromium}:{_identity(chromium)}"
     return [
-        Part(
-            "lint",
-            (
-                (str(BIN / "ruff"), "check", "."),
-                (str(BIN / "ruff"), "format", "--check", "."),
-                (sys.executable, "-m", "mypy"),
-            ),
-        ),
-        # Two processes, a file each at a time (module fixtures stay whole): most tests wait
-        # on children, so one process used 0.7 of a core; measured 231 s -> 150 s.
         Part(
             "unit tests",
             (pytest("tests", "--ignore=tests/browser", "-n", "2", "--dist", "loadfile"),),
-        ),
-        Part("concept notebooks (nbval strict)", (pytest("--nbval", "notebooks"),)),
-        Part(
-            "validity (solutions, stubs, mutants)",
-            (
-                (sys.executable, "-m", "grader.validity"),
-                # The solutions run top to bottom (outputs not compared: that is nbval lax).
-                pytest("--nbval-lax", "solutions"),
-            ),
-            None if (ROOT / "solutions").exists() else "no build notebooks yet",
-        ),
-        Part(
-            "ordinary user (a class graded as nobody, behind the walls)",
-            ((sys.executable, "-m", "grader.ordinary"),),
-            ordinary_user_skip(),
+            lane=0,
+            key=tree_key("unit tests", files, extra=_identity(shutil.which("bwrap"))),
         ),
         Part(
             "browser (JupyterLab in Chromium)",
@@ -66,8 +59,51 @@ def instructor_parts() -> list[Part]:
             if chromium and has()
             else "Chromium is not installed (apt-get install chromium), so the browser test"
             " did not run",
+            lane=1,
+            key=tree_key("browser", files, extra=browser),
+        ),
+        Part(
+            "lint",
+            (
+                (str(BIN / "ruff"), "check", "."),
+                (str(BIN / "ruff"), "format", "--check", "."),
+                (sys.executable, "-m", "mypy"),
+            ),
+            lane=2,
+            key=tree_key("lint", files),
+        ),
+        Part(
+            "concept notebooks (nbval strict)",
+            (pytest("--nbval", "notebooks"),),
+            lane=2,
+            key=tree_key("nbval", nbval),
+        ),
+        Part(
+            "validity (solutions, stubs, mutants)",
+            ((sys.executable, "-m", "grader.validity"),),
+            None if (ROOT / "solutions").exists() else "no build notebooks yet",
+            lane=2,
+            key=tree_key("validity", validity, extra=_identity(shutil.which("bwrap"))),
+        ),
+        Part(
+            "ordinary user (a class graded as nobody, behind the walls)",
+            ((sys.executable, "-m", "grader.ordinary"),),
+            ordinary_user_skip(),
+            lane=2,
+            key=tree_key("ordinary user", files, extra=_identity(shutil.which("bwrap"))),
         ),
     ]
+
+
+def _identity(program: str | None) -> str:
+    """A program's path, size and modification time: another build of it is another key."""
+    if program is None:
+        return "none"
+    try:
+        stat = os.stat(program)
+    except OSError:
+        return f"{program}:unreadable"
+    return f"{os.path.realpath(program)}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
 def grade_class_as_handed_in(args: argparse.Namespace) -> int:
@@ -105,6 +141,7 @@ def grade_class_as_handed_in(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.prove")
     parser.add_argument("--only", help="run only the part whose name starts with this word")
+    parser.add_argument("--fresh", action="store_true", help="run every part (FRESH=1)")
     parser.add_argument("--submissions", type=Path, help="grade a class: one folder per learner")
     parser.add_argument("--out", type=Path, default=Path("grades"))
     parser.add_argument("--build", action="append", help="only this build's validity (BUILD=03)")
@@ -123,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         command = (sys.executable, "-m", "grader.validity", *(f"--build={b}" for b in builds))
         part = Part(f"validity of build {', '.join(builds)}", (command,))
         return run_parts([part], None)
-    return run_parts(instructor_parts(), args.only)
+    return run_parts(instructor_parts(), args.only, fresh=args.fresh)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,7 @@ JupyterLab shows it (the step heading above it, its position counting every cell
 only when every build is done and each runs, as rustlings' verify does. ``--build 03`` checks
 one build. It writes nothing; running it twice checks everything twice.
 
-The instructor's `make check` (`grader.prove`) runs its own parts through the same `run_parts`:
-each part's commands (or its function) in order, timed, then one summary. A part whose pytest
-reports "no tests" (exit code 5) counts as skipped, not failed.
+Its two parts, and the instructor's (`grader.prove`), run through `workbook.parts.run_parts`.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ import queue
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from typing import Any
 from workbook.errors import WorkbookError
 from workbook.export import cell_source, cell_tags, read_notebook
 from workbook.manifest import Entry, Manifest, load_manifest, repo_root
+from workbook.parts import Part, run_parts
 
 ROOT = repo_root()
 BIN = Path(sys.executable).parent
@@ -41,57 +40,6 @@ CELL_SECONDS = 60
 START_SECONDS = 60
 #: Notebooks run at once (each in its own kernel): the machines this runs on have 2 cores.
 AT_ONCE = 2
-
-
-@dataclass(frozen=True)
-class Part:
-    name: str
-    commands: tuple[tuple[str, ...], ...] = ()
-    skip_reason: str | None = None
-    call: Callable[[], int] | None = None
-    """Run in this process instead of `commands`: returns 0 when the part passes."""
-
-
-def pytest(*args: str) -> tuple[str, ...]:
-    return (sys.executable, "-m", "pytest", "-q", *args)
-
-
-def run_parts(parts: list[Part], only: str | None, *, passed: str = "make check passed.") -> int:
-    """Run each part (or only the one whose name starts with `only`), then print a summary
-    with each part's time; 1 when any part failed."""
-    rows: list[tuple[str, str, float]] = []
-    for part in parts:
-        if only and part.name.split()[0] != only:
-            continue
-        print(f"\n━━ {part.name} ━━", flush=True)
-        if part.skip_reason:
-            print(f"skipped: {part.skip_reason}")
-            rows.append((part.name, "skipped", 0.0))
-            continue
-        start = time.perf_counter()
-        status = "passed"
-        if part.call is not None:
-            code = part.call()
-            status = "passed" if code == 0 else f"FAILED (exit {code})"
-        for command in part.commands:
-            code = subprocess.call(command, cwd=ROOT)
-            if code == 5 and command[1:3] == ("-m", "pytest"):
-                print("(no tests collected)")
-                status = "no tests" if status == "passed" else status
-            elif code != 0:
-                status = f"FAILED (exit {code})"
-        rows.append((part.name, status, time.perf_counter() - start))
-    print("\n━━ summary ━━")
-    for name, status, seconds in rows:
-        print(f"  {name:<40} {status:<18} {seconds:6.1f} s")
-    total = sum(s for _, _, s in rows)
-    failed = [name for name, status, _ in rows if status.startswith("FAILED")]
-    print(f"  {'total':<40} {'':<18} {total:6.1f} s")
-    if failed:
-        print(f"\nmake check failed: {', '.join(failed)}.")
-        return 1
-    print(f"\n{passed}")
-    return 0
 
 
 # ───────────────────────────────────────────────── the learner's notebooks, run
@@ -291,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build", action="append", default=[], help="only this build, e.g. 03")
     parser.add_argument("--submissions", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    # The learner's check keeps nothing between runs: FRESH=1 changes nothing here.
+    parser.add_argument("--fresh", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.submissions:
         print("Class grading needs the hidden suites: run it in the instructor's repository.")

@@ -11,7 +11,6 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -100,16 +99,3 @@ def test_a_failing_build_names_its_first_failing_check_and_cell(
     ) in out
     assert "Not done yet: 03 failing: content_key_is_stable_and_distinguishes_rows." in out
     assert "Traceback" not in out
-
-
-def test_part_functions_run_in_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
-    calls: list[Any] = []
-
-    def first() -> int:
-        calls.append(1)
-        return 0
-
-    parts = [verify.Part("first part", call=first), verify.Part("second part", call=lambda: 3)]
-    assert verify.run_parts(parts, None) == 1
-    out = capsys.readouterr().out
-    assert calls == [1] and "FAILED (exit 3)" in out and "make check failed: second part." in out
