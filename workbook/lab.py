@@ -61,13 +61,22 @@ def quiet_news(prefix: Path = Path(sys.prefix)) -> Path:
     return path
 
 
-class NotTrusted(logging.Filter):
-    """Drops Jupyter Server's "Notebook X is not trusted" lines. Every notebook opened from a
-    clone says it (trust is a signature this machine has not made yet), and the only remedy,
-    trusting the whole repository, is not one a learner should be asked to make."""
+class Unactionable(logging.Filter):
+    """Drops the two lines of Jupyter Server's log a learner cannot act on.
+
+    - "Notebook X is not trusted": every notebook opened from a clone says it (trust is a
+      signature this machine has not made yet), and the only remedy, trusting the whole
+      repository, is not one a learner should be asked to make.
+    - "The websocket_ping_timeout (90000) cannot be longer than the websocket_ping_interval":
+      tornado reads Jupyter Server's ping settings, which are in milliseconds, as seconds.
+      Jupyter Server's own keep-alive needs its timeout longer than its interval (set equal,
+      it closes every kernel connection after 30 s), so no setting silences it honestly.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.msg != "Notebook %s is not trusted"
+        if record.msg == "Notebook %s is not trusted":
+            return False
+        return not str(record.msg).startswith("The websocket_ping_timeout (")
 
 
 def server_config() -> dict[str, Any]:
@@ -76,8 +85,8 @@ def server_config() -> dict[str, Any]:
     config: dict[str, Any] = {
         "ServerApp": {
             "logging_config": {
-                "filters": {"not_trusted": {"()": f"{__name__}.{NotTrusted.__name__}"}},
-                "handlers": {"console": {"filters": ["not_trusted"]}},
+                "filters": {"unactionable": {"()": f"{__name__}.{Unactionable.__name__}"}},
+                "handlers": {"console": {"filters": ["unactionable"]}},
             }
         }
     }

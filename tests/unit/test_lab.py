@@ -29,7 +29,7 @@ from traitlets.utils.nested_update import nested_update
 from tests.browser.harness import wait_until
 from workbook.lab import (
     OVERRIDES,
-    NotTrusted,
+    Unactionable,
     free_port,
     lab_command,
     lab_url,
@@ -148,7 +148,7 @@ def test_server_config_is_written_once_and_rewritten_only_when_it_changes(tmp_pa
     assert json.loads(write_server_config(tmp_path).read_text()) == server_config()
 
 
-def test_the_logging_config_drops_only_the_trust_lines() -> None:
+def test_the_logging_config_drops_only_the_trust_and_ping_lines() -> None:
     """Applied as traitlets applies it (merged over the app's console handler)."""
     stream = io.StringIO()
     config: dict[str, Any] = {
@@ -161,9 +161,13 @@ def test_the_logging_config_drops_only_the_trust_lines() -> None:
     logging.config.dictConfig(config)
     log = logging.getLogger("LabTestApp")
     log.warning("Notebook %s is not trusted", "notebooks/01.ipynb")
+    log.warning(
+        "The websocket_ping_timeout (90000) cannot be longer than the websocket_ping_interval"
+        " (30000).\nSetting websocket_ping_timeout=30000"
+    )
     log.warning("Kernel %s died", "k1")
     assert stream.getvalue() == "Kernel k1 died\n"
-    assert NotTrusted().filter(logging.makeLogRecord({"msg": "other %s", "args": ("x",)}))
+    assert Unactionable().filter(logging.makeLogRecord({"msg": "other %s", "args": ("x",)}))
 
 
 # --- reusing a running server --------------------------------------------------------------
