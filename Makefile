@@ -47,7 +47,8 @@ clean: ## Remove the venv, caches and generated outputs
 CHECKER := grader.prove
 # WALLS=off (or container) grades a class without bubblewrap's walls; every grade says so.
 GRADING = $(if $(WALLS),--walls "$(WALLS)") $(if $(LAYOUT),--layout "$(LAYOUT)") \
-          $(if $(ROSTER),--roster "$(ROSTER)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
+          $(if $(ROSTER),--roster "$(ROSTER)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
+          $(if $(FEEDBACK),--feedback "$(FEEDBACK)")
 .PHONY: test lint format release
 
 test: $(STAMP) ## The fast loop: ruff, ruff format --check, mypy, unit tests not marked slow
@@ -69,5 +70,6 @@ mutate: $(STAMP) ## Mutation-test the hidden suites: grade every generic mutant 
 	@$(PY) -m grader.suitemutants $(BUILD)
 
 .PHONY: autograder
-autograder: $(STAMP) ## Write the Gradescope autograder bundle OUT=autograder/autograder.zip
-	@$(PY) -m grader.gradescope bundle --out "$(if $(filter command line,$(origin OUT)),$(OUT),autograder)"
+autograder: $(STAMP) ## Write the Gradescope bundle OUT=autograder/autograder.zip (BUILD=03, FEEDBACK=full)
+	@$(PY) -m grader.gradescope bundle --out "$(if $(filter command line,$(origin OUT)),$(OUT),autograder)" \
+	  $(if $(BUILD),--build "$(BUILD)") $(if $(FEEDBACK),--feedback "$(FEEDBACK)")

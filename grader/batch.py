@@ -48,10 +48,11 @@ from grader.pool import RunnerPool
 from grader.progressbar import Progress
 from grader.reports import OutputFolderError, check_out, write_outputs
 from grader.results import Outcome, SubmissionResult, TestResult
+from grader.reteach import as_graded, name_matches
 from grader.runner import GRADER_FAULT
 from grader.sandbox import WALLS_MODES, Limits, WallsMode, refusal, walls_identity, walls_problem
 from grader.suites import has_suite, load_suite
-from grader.wheats import HEADER, TestCells, read_test_cells, zero_results
+from grader.wheats import TestCells, read_test_cells, zero_results
 from workbook.errors import WorkbookError
 from workbook.export import (
     GRADED_TAGS,
@@ -61,7 +62,7 @@ from workbook.export import (
     notebook_bytes,
     read_notebook,
 )
-from workbook.manifest import Entry, Manifest, load_manifest, repo_root
+from workbook.manifest import Entry, Manifest, UnknownBuild, load_manifest, pick_builds, repo_root
 
 __all__ = ["ClassReport", "LearnerGrade", "grade_and_report", "grade_class", "main"]
 
@@ -104,44 +105,54 @@ def grade_class(
     manifest: Manifest | None = None,
     progress: TextIO | None = None,
     walls: WallsMode = "bwrap",
+    builds: Sequence[str] | None = None,
+    full_feedback: bool = False,
+    reteach: bool = True,
 ) -> ClassReport:
     """Grade every learner folder in `submissions`, write the outputs into `out`, and return
-    what was written. Nothing a submission does raises out of here; an `out` that cannot
-    hold the outputs raises `OutputFolderError` before anything is graded."""
+    what was written, on `builds` alone when given (the others are neither graded nor listed);
+    `full_feedback` changes the feedback's text alone; `reteach` matches each learner's
+    failures to the known bugs (`grader.reteach`).
+    Nothing a submission does raises out of here; an unknown build raises `UnknownBuild`, and
+    an `out` that cannot hold the outputs `OutputFolderError`, before anything is graded."""
     start = time.perf_counter()
+    manifest = manifest or load_manifest()
+    if builds is not None:  # as BUILD= spells them ("3", "03 05"); unknown: UnknownBuild
+        builds = pick_builds(builds, [e.number for e in manifest.graded])
     found_class = scan_class(submissions)
     check_out(out, len(found_class.learners))
     # Scratch of an earlier batch that was killed (whatever its learners left in it) goes
     # first; what cannot be removed is said, and never stops this batch.
     notes = [f"stale scratch not removed: {p}" for p in remove_stale_scratch(SCRATCH_ROOT)]
-    manifest = manifest or load_manifest()
     root = manifest.root
     hidden = root / "tests" / "hidden"
     limits = limits or Limits()
-    builds = [e for e in manifest.graded if has_suite(e.number, hidden)]
-    skipped = [e.number for e in manifest.graded if not has_suite(e.number, hidden)]
+    asked = [e for e in manifest.graded if builds is None or e.number in builds]
+    entries = [e for e in asked if has_suite(e.number, hidden)]
+    skipped = [e.number for e in asked if not has_suite(e.number, hidden)]
     cache = Cache(out / ".cache" / "grades")
     # The walls are part of every grade's key: one made without them never serves a walled run.
     walled = walls_identity(walls)
     digests = {
         e.number: content_id("walled", f"{grader_digest(e.number, root, hidden, limits)}:{walled}")
-        for e in builds
+        for e in entries
     }
 
     jobs: list[BuildJob] = []
     learners = [LearnerGrade(x.name) for x in found_class.learners]
     for learner, member in zip(learners, found_class.learners, strict=True):
-        for entry, found in zip(builds, _find_builds(learner, member, builds), strict=True):
+        for entry, found in zip(entries, _find_builds(learner, member, entries), strict=True):
             jobs.append(BuildJob(learner.learner, entry, found))
 
     bar = Progress(len(jobs), progress)
     report = ClassReport(
-        builds=builds,
+        builds=entries,
         learners=learners,
         skipped_builds=skipped,
         not_graded=found_class.not_graded,
         notes=notes,
         walls=walls,
+        full_feedback=full_feedback,
     )
     pending: list[BuildJob] = []
     size = workers or os.cpu_count() or 1
@@ -172,7 +183,7 @@ def grade_class(
             # While the servers import: only the builds to grade, so a run served from the
             # cache imports no hidden suite, one changed notebook only its own.
             needed = {job.entry.number for job in unique}
-            suites = {e.number: load_suite(e.number, hidden) for e in builds if e.number in needed}
+            suites = {e.number: load_suite(e.number, hidden) for e in entries if e.number in needed}
             pool.wait_ready()
             report.isolation = pool.isolation()
 
@@ -198,9 +209,24 @@ def grade_class(
     for job in jobs:
         assert job.grade is not None
         by_learner[job.learner].builds.append(job.grade)
+    if reteach:
+
+        def signature_pool() -> RunnerPool:
+            # The default limits, whatever the batch's: the signatures are kept under them.
+            started = RunnerPool(size, Limits(), hide=hide, walls=walls, learner_tests=False)
+            started.spawn(size)
+            started.wait_ready()
+            return started
+
+        try:
+            report.reteach = name_matches(learners, entries, root, hidden, signature_pool)
+        except Exception as exc:  # the table is advice: its failure costs no grade
+            for learner in learners:
+                learner.reteach.clear()
+            report.notes.append(f"what to reteach was not worked out: {type(exc).__name__}: {exc}")
     report.graded = len(unique)
     report.from_cache = sum(1 for j in jobs if j.grade is not None and j.grade.cached)
-    report.stub_ids = _stub_ids(builds, root)
+    report.stub_ids = _stub_ids(entries, root)
     if cache.unwritten:
         report.notes.append(
             f"{cache.unwritten} cache entries could not be stored: what they hold is graded"
@@ -269,7 +295,7 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
         return
     # The header names the notebook file; only a comment, so identical cells under another
     # file name are the same submission (one cache entry, and a match in the summary).
-    source = HEADER.sub("# Exported", source, count=1)
+    source = as_graded(source)
     job.source = source
     source_id = content_id("submission", source)
     tests_id = None
@@ -381,7 +407,7 @@ def _stub_ids(builds: Sequence[Entry], root: Path) -> dict[str, str]:
     ids = {}
     for entry in builds:
         with contextlib.suppress(WorkbookError, OSError):
-            source = HEADER.sub("# Exported", export_source(root / entry.path), count=1)
+            source = as_graded(export_source(root / entry.path))
             ids[entry.number] = content_id("submission", source)
     return ids
 
@@ -415,6 +441,8 @@ def grade_and_report(
     stdout: Callable[[str], None] = print,
     walls: WallsMode = "bwrap",
     after: Callable[[ClassReport], list[str]] | None = None,
+    builds: Sequence[str] | None = None,
+    full_feedback: bool = False,
 ) -> int:
     """Grade the class, print where the outputs are; 0 once grading finished, 2 when the
     submissions folder is missing, the output folder is inside it, either holds the
@@ -441,8 +469,15 @@ def grade_and_report(
         stdout(f"OUT={out} is inside SUBMISSIONS={submissions}: it would be graded as a learner.")
         return 2
     try:
-        report = grade_class(submissions, out, workers=workers, walls=walls)
-    except OutputFolderError as exc:
+        report = grade_class(
+            submissions,
+            out,
+            workers=workers,
+            walls=walls,
+            builds=builds,
+            full_feedback=full_feedback,
+        )
+    except (OutputFolderError, UnknownBuild) as exc:
         stdout(shown(str(exc)))
         return 2
     except OSError as exc:  # OUT failed while the outputs were written (it filled up)
@@ -466,8 +501,7 @@ def grade_and_report(
             stdout(f"  {label:<10} {text}")
     if report.skipped_builds:
         stdout("  not graded (no hidden suite yet): " + ", ".join(report.skipped_builds))
-    statuses = collections.Counter(g.status for g in report.learners)
-    stdout("  " + ", ".join(f"{statuses[s]} {s}" for s in ("graded", "partial", "error")))
+    stdout("  " + graded_line(report))
     looks = [g for g in report.learners if g.needs_a_look]
     if looks or report.not_graded or report.notes:
         stdout(
@@ -480,6 +514,20 @@ def grade_and_report(
     for line in after(report) if after is not None else []:  # e.g. the LMS exports
         stdout("  " + shown(line))
     return 0
+
+
+def graded_line(report: ClassReport) -> str:
+    """What was graded, in words: "3 learners graded on build 03", then any partial or error."""
+    numbers = [e.number for e in report.builds]
+    on = ("build " if len(numbers) == 1 else "builds ") + ", ".join(numbers)
+    statuses = collections.Counter(g.status for g in report.learners)
+    graded = statuses["graded"]
+    line = f"{graded} learner{'' if graded == 1 else 's'} graded on {on}"
+    if statuses["partial"]:
+        line += f"; {statuses['partial']} partial (a build missing or not run to the end)"
+    if statuses["error"]:
+        line += f"; {statuses['error']} with nothing graded (see summary.md)"
+    return line
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ class LearnerGrade:
     symlink, an unreadable folder): the whole reason, and the status is ``error``."""
     notes: list[str] = field(default_factory=list)
     """What else was found and not read (a zip beside the folder, a search cut short)."""
+    reteach: list[str] = field(default_factory=list)
+    """The known bugs whose failures theirs match (`grader.reteach`), each in its words."""
 
     @property
     def total(self) -> int:
@@ -108,6 +110,10 @@ class ClassReport:
     """How the learners' code was walled in (`grader.sandbox.WALLS_MODES`): every row says it."""
     not_graded: list[tuple[str, str]] = field(default_factory=list)
     """Entries of the submissions folder that are no learner's folder: (name, why)."""
+    full_feedback: bool = False
+    """``FEEDBACK=full``: feedback shows each hidden test's call and expected value too."""
+    reteach: list[tuple[str, str, int]] = field(default_factory=list)
+    """The "What to reteach" table: (build, the known bug in its words, learners matching)."""
     notes: list[str] = field(default_factory=list)
     """What the batch itself met (stale scratch it could not remove, cache writes that
     failed): printed and in the summary, never a reason to stop."""

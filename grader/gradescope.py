@@ -14,10 +14,13 @@ the image, then ``run_autograder`` once per submission in a fresh container. Tha
 ``/autograder``) is graded as a class of one by `grader.batch.grade_class`, behind bubblewrap's
 walls where the container lets them rise, else in ``WALLS=container`` mode (the container is
 then the only wall), and ``results/results.json`` is written in
-Gradescope's format: the total as ``score``, one test per graded test of the manifest (visible
-ones ``visible``, hidden ones ``after_published``, so a learner sees them only once grades are
-published), the submission-wide ``output``, ``visibility``, ``stdout_visibility`` (hidden: the
-log is the instructor's) and ``execution_time``. A grading that fails still writes a valid
+Gradescope's format: the total as ``score``, one test per graded test of the bundle's builds
+(visible ones ``visible``, hidden ones ``after_published``, so a learner sees them only once
+grades are published), the submission-wide ``output``, ``visibility``, ``stdout_visibility``
+(hidden: the log is the instructor's) and ``execution_time``. A failed hidden test's output is
+its result in words and its hint; a bundle made with ``FEEDBACK=full`` adds its call, what came
+back and what was expected. ``make autograder BUILD=03`` makes a bundle that grades build 03
+alone (``grading.json`` in the bundle says which). A grading that fails still writes a valid
 results file, scored zero, saying so.
 """
 
@@ -37,10 +40,12 @@ from typing import Any
 
 from grader.cache import replace_file
 from grader.classroom import learner_requirements
-from grader.grades import ClassReport
+from grader.grades import ClassReport, one_line
 from grader.protocol import WallsMode
+from grader.reports import FEEDBACK_MODES, shown_failure, shown_reason
+from grader.suites import has_suite
 from grader.zips import write_zip
-from workbook.manifest import repo_root
+from workbook.manifest import UnknownBuild, load_manifest, pick_builds, repo_root
 
 #: What the bundle holds besides its two scripts, relative to the repository.
 BUNDLE = (
@@ -119,11 +124,35 @@ def bundle_files(root: Path | None = None) -> dict[str, str | bytes]:
     return files
 
 
-def build_bundle(out: Path, root: Path | None = None) -> Path:
-    """Write ``out/autograder.zip`` (replaced whole) and return its path."""
+#: In the bundle: what `run` grades (``builds``: None for all) and how much feedback it gives.
+SETTINGS = "grading.json"
+
+
+def build_bundle(
+    out: Path,
+    root: Path | None = None,
+    *,
+    builds: Sequence[str] | None = None,
+    feedback: str = "default",
+) -> Path:
+    """Write ``out/autograder.zip`` (replaced whole) and return its path; it grades `builds`
+    alone (None: every graded build) with `feedback` (``default`` or ``full``)."""
     path = out / "autograder.zip"
-    write_zip(path, bundle_files(root), executable=("setup.sh", "run_autograder"))
+    files = bundle_files(root)
+    settings = {"builds": list(builds) if builds else None, "feedback": feedback}
+    files[SETTINGS] = json.dumps(settings, sort_keys=True) + "\n"
+    write_zip(path, files, executable=("setup.sh", "run_autograder"))
     return path
+
+
+def settings(source: Path) -> tuple[list[str] | None, bool]:
+    """The bundle's builds and whether its feedback is full (a bundle without the file: all
+    builds, default feedback)."""
+    try:
+        data = json.loads((source / SETTINGS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, False
+    return data.get("builds"), data.get("feedback") == "full"
 
 
 # ---------------------------------------------------------------------------------------
@@ -140,17 +169,24 @@ def walls_here() -> WallsMode:
     return "bwrap" if sandbox.walls_problem(sys.executable) is None else WALLS
 
 
-def grade_submission(submission: Path, out: Path, walls: WallsMode = WALLS) -> ClassReport:
-    """Grade `submission` (one learner's files) as a class of one into `out`."""
+def grade_submission(
+    submission: Path,
+    out: Path,
+    walls: WallsMode = WALLS,
+    builds: Sequence[str] | None = None,
+) -> ClassReport:
+    """Grade `submission` (one learner's files) as a class of one into `out`, on `builds`
+    alone when given. No reteach: the known bugs' signatures would cost a minute a learner."""
     from grader.batch import grade_class
 
     klass = out / "class"
     shutil.copytree(submission, klass / "submission", symlinks=True)
-    return grade_class(klass, out / "grades", walls=walls)
+    return grade_class(klass, out / "grades", walls=walls, builds=builds, reteach=False)
 
 
-def results(report: ClassReport, seconds: float) -> dict[str, Any]:
-    """Gradescope's ``results.json`` for the one learner of `report`."""
+def results(report: ClassReport, seconds: float, *, full: bool = False) -> dict[str, Any]:
+    """Gradescope's ``results.json`` for the one learner of `report`; a hidden test's output
+    is its result in words and its hint, unless `full` adds its call and expected value."""
     learner = report.learners[0]
     tests = []
     seen = seen_max = 0
@@ -159,8 +195,7 @@ def results(report: ClassReport, seconds: float) -> dict[str, Any]:
         for i, test in enumerate(build.result.tests, start=1):
             output = ""
             if not test.passed:
-                hint = hints.get(test.name)
-                output = test.message + (f"\n\nHint: {hint}" if hint else "")
+                output = shown_failure(test, hints.get(test.name), full=full)
             if test.visible:
                 seen, seen_max = seen + test.points, seen_max + test.max_points
             tests.append(
@@ -179,7 +214,12 @@ def results(report: ClassReport, seconds: float) -> dict[str, Any]:
         f"Visible checks: {seen} of {seen_max} points. The {hidden} hidden tests are shown"
         " once your instructor publishes the grades."
     ]
-    summary += [f"- {part}" for part in learner.reason.split("; ") if part]
+    reasons = [
+        shown_reason(b.result, f"{b.entry.number}: {b.found.problem or b.result.reason}", full=full)
+        for b in learner.builds
+        if b.status != "graded"
+    ]
+    summary += [f"- {one_line(r, 300)}" for r in [learner.problem, *reasons, *learner.notes] if r]
     return {
         "score": learner.total,
         "execution_time": round(seconds),
@@ -221,12 +261,14 @@ def run(root: Path) -> int:
                 submission.mkdir(parents=True)
             walls = walls_here()
             print(f"walls: {walls}")
-            graded = grade_submission(submission, Path(tmp), walls)
-            data = results(graded, time.perf_counter() - start)
+            builds, full = settings(Path(__file__).resolve().parent.parent)
+            graded = grade_submission(submission, Path(tmp), walls, builds)
+            data = results(graded, time.perf_counter() - start, full=full)
             data["extra_data"]["walls"] = walls
         except Exception as exc:  # the learner still gets a valid page that says what happened
             traceback.print_exc(file=sys.stdout)
-            data = failed(f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
+            # The exception text may name the hidden suite: the learner gets its kind, the log all.
+            data = failed(type(exc).__name__, time.perf_counter() - start)
     text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
     replace_file(root / "results" / "results.json", text)
     print(f"score {data['score']}; results in {root / 'results' / 'results.json'}")
@@ -238,12 +280,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     bundle = commands.add_parser("bundle", help="write OUT/autograder.zip")
     bundle.add_argument("--out", type=Path, default=Path("autograder"))
+    bundle.add_argument("--build", action="append", help="only these builds (BUILD=03)")
+    bundle.add_argument("--feedback", choices=FEEDBACK_MODES, default="default")
     grade = commands.add_parser("run", help="grade ROOT/submission (inside Gradescope)")
     grade.add_argument("--root", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.command == "bundle":
-        path = build_bundle(args.out)
-        print(f"Wrote {path} ({path.stat().st_size // 1024} KiB): upload it as the autograder.")
+        builds = None
+        if args.build:
+            valid = [e.number for e in load_manifest().graded if has_suite(e.number)]
+            try:
+                builds = pick_builds(args.build, valid)
+            except UnknownBuild as exc:
+                print(exc)
+                return 2
+        path = build_bundle(args.out, builds=builds, feedback=args.feedback)
+        on = f"build {', '.join(builds)}" if builds else "every graded build"
+        print(
+            f"Wrote {path} ({path.stat().st_size // 1024} KiB; {on}, {args.feedback} feedback):"
+            " upload it as the autograder."
+        )
         return 0
     return run(args.root or Path(os.environ.get("AUTOGRADER_ROOT", DEFAULT_ROOT)))
 

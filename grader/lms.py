@@ -69,7 +69,11 @@ def scores_from_report(report: ClassReport) -> list[Score]:
     """Each learner of `report`, with the feedback ``OUT/feedback/`` holds for them."""
     from grader.reports import feedback_md
 
-    return [Score(g.learner, g.total, g.max, g.status, feedback_md(g)) for g in report.learners]
+    full = report.full_feedback
+    return [
+        Score(g.learner, g.total, g.max, g.status, feedback_md(g, full=full))
+        for g in report.learners
+    ]
 
 
 def csv_text(rows: Iterable[Sequence[object]]) -> str:

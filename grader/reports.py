@@ -5,12 +5,15 @@ tests as the manifest lists them).
 - ``grades.csv``: ``learner``, one column per graded build, ``total``, ``max``, ``status``
   (``graded``, ``partial`` or ``error``), ``reason`` and ``walls`` (``bwrap``, ``off`` or
   ``container``: how the learners' code was walled in);
-- ``feedback/<learner>.md``: per test, passed or not, the judge's message and the hint (never
-  the hidden code or expected values, never the learner's own output);
+- ``feedback/<learner>.md``: per test, passed or not, and the hint; a failed visible check's
+  message (its call, what came back, what was expected), and a failed hidden test's result in
+  words, or its message too with ``FEEDBACK=full``; the known bug their failures match; never
+  the hidden code, never the learner's own output;
 - ``summary.md`` and ``summary.csv``: per test, how many of the learners who handed the build
-  in failed it, most often wrong first (what to reteach); identical submissions; and, when
-  there are any, the folders and files that need a look (learners nothing could be graded of,
-  zips, what is in the submissions folder and is no learner's).
+  in failed it, most often wrong first (``summary.md`` leaves out a build nobody handed in);
+  in ``summary.md`` also the feedback mode, what to reteach (`grader.reteach`), identical
+  submissions and, when there are any, the folders and files that need a look (learners
+  nothing could be graded of, zips, what is in the submissions folder and is no learner's).
 
 Learner names, paths and messages are the learners' text: each output escapes them for its
 format (`grader.escape`), and feedback file names come from `grader.escape.file_names`.
@@ -32,7 +35,7 @@ from grader.cache import replace_file
 from grader.cleanup import remove_partials
 from grader.escape import code, csv_cell, fenced, file_names, markdown
 from grader.grades import ClassReport, LearnerGrade, one_line
-from grader.results import Outcome, TestResult
+from grader.results import Outcome, SubmissionResult, TestResult
 
 #: How much of a judge's message the feedback shows (lines, characters per line).
 MESSAGE_LINES, MESSAGE_WIDTH = 16, 400
@@ -90,7 +93,7 @@ def write_outputs(report: ClassReport, out: Path) -> None:
     _write(out / "grades.csv", grades_csv(report))
     names = feedback_files(report)
     for learner in report.learners:
-        _write(feedback / names[learner.learner], feedback_md(learner))
+        _write(feedback / names[learner.learner], feedback_md(learner, full=report.full_feedback))
     keep = set(names.values())
     for stale in feedback.glob("*.md"):
         if stale.name not in keep:
@@ -147,12 +150,53 @@ def _message(text: str) -> str:
     return "\n".join(cut)
 
 
-def feedback_md(learner: LearnerGrade) -> str:
+#: A hidden test's result in words, for feedback that keeps the test itself hidden.
+RESULT_WORDS: dict[Outcome, str] = {
+    Outcome.PASSED: "passed",
+    Outcome.WRONG: "it ran and gave a wrong result",
+    Outcome.NOT_DONE: "not done yet (a stub, or a name your answer cells do not define)",
+    Outcome.UNFINISHED: "it did not finish (it hung, crashed or ran out of time)",
+    Outcome.NOT_LOADED: "your answer cells did not load, so it could not run",
+    Outcome.VOID: "its report was tampered with, so nothing it said counts",
+    Outcome.GRADER_FAULT: "the grader itself failed (not your work: your instructor will regrade)",
+}
+FEEDBACK_MODES = ("default", "full")
+
+
+def shown_failure(test: TestResult, hint: str | None, *, full: bool) -> str:
+    """What a learner is told of one failed test: a visible check's whole message (they can
+    run it themselves), a hidden test's result in words unless `full` (then its message: the
+    call, what came back, what was expected), and the hint."""
+    text = _message(test.message) if test.visible or full else f"Result: {RESULT_WORDS[test.kind]}."
+    return text + (f"\n\nHint: {hint}" if hint else "")
+
+
+def shown_reason(result: SubmissionResult, text: str, *, full: bool) -> str:
+    """`text` (a build's reason), unless it holds a hidden judge's verdict that the feedback
+    keeps hidden (no reason is built from one today: this keeps it so)."""
+    verdicts = [
+        t.message.strip()
+        for t in result.tests
+        if not t.visible and t.kind is Outcome.WRONG and t.message.strip()
+    ]
+    if full or not any(v in text for v in verdicts):
+        return text
+    return f"{result.status}: some tests did not pass (their results are listed below)"
+
+
+def feedback_md(learner: LearnerGrade, *, full: bool = False) -> str:
+    """One learner's feedback; `full` (``FEEDBACK=full``) adds each hidden test's call, what came
+    back and what was expected, which by default stay hidden (the assignment can be reused)."""
     out = [f"# Feedback for {markdown(learner.learner)}", ""]
+    hidden = (
+        "for a hidden test, what it called, what came back and what it expected"
+        if full
+        else "for a hidden test, its result and a hint (the test itself stays hidden)"
+    )
     out.append(
-        f"**{learner.total} of {learner.max} points.** Each build below lists its tests;"
-        " for each one that did not pass you get what the grader called, what came back,"
-        " what it expected (in words where the value is the grader's), and a hint."
+        f"**{learner.total} of {learner.max} points.** Each build below lists its tests. For"
+        " each one that did not pass: for a visible check (you can run it in your notebook),"
+        f" what it called, what came back and what it expected; {hidden}."
     )
     for build in learner.builds:
         entry = build.entry
@@ -166,7 +210,8 @@ def feedback_md(learner: LearnerGrade) -> str:
         if build.found.shown:
             out.append(f"Graded from {code(build.found.shown)}.")
         if build.status != "graded":
-            why = one_line(build.found.problem or build.result.reason, 600)
+            why = build.found.problem or shown_reason(build.result, build.result.reason, full=full)
+            why = one_line(why, 600)
             out += ["", f"**{build.status}**: " + markdown(why)]
         out += ["", "| | test | points |", "|---|---|---|"]
         for test in build.result.tests:
@@ -181,13 +226,17 @@ def feedback_md(learner: LearnerGrade) -> str:
             hints = {t.name: t.hint for t in entry.every_test}
             for test in failed:
                 out += ["", f"### ✗ `{test.name}` ({test.points} of {test.max_points})", ""]
-                out.append(fenced(_message(test.message)))
+                told = shown_failure(test, None, full=full)
+                out.append(fenced(told) if test.visible or full else told)
                 if hints.get(test.name):
                     out += ["", f"Hint: {hints[test.name]}"]
         elif failed:
             out += ["", "Every test above failed for that one reason. Start with the hints:"]
             for spec in entry.every_test:
                 out.append(f"- `{spec.name}`: {spec.hint}")
+    if learner.reteach:
+        out += ["", "## What to look at again", ""]
+        out += [f"- {markdown(line)}" for line in learner.reteach]
     if learner.problem or learner.notes:
         out += ["", "## About your folder", ""]
         out += [f"- {markdown(one_line(n, 600))}" for n in [learner.problem, *learner.notes] if n]
@@ -262,7 +311,7 @@ def _first_line(message: str) -> str:
     """The line that says most about a failure: the ``got:`` line when there is one."""
     lines = message.splitlines() or [""]
     got = next((ln for ln in lines if ln.startswith("got:")), lines[0])
-    return one_line(got, 100)
+    return one_line(got, MESSAGE_WIDTH)
 
 
 def summary_csv(rows: Sequence[SummaryRow]) -> str:
@@ -311,6 +360,12 @@ def summary_md(report: ClassReport, rows: Sequence[SummaryRow]) -> str:
             f"Not graded (graded tests in the manifest but no hidden suite):"
             f" {', '.join(report.skipped_builds)}."
         )
+    out.append(
+        "Feedback: full (each hidden test's call, what came back and what was expected)."
+        if report.full_feedback
+        else "Feedback: default (a hidden test's name, points, result and hint; its call and"
+        " expected value stay hidden; FEEDBACK=full shows them)."
+    )
     out += [
         "",
         "## Builds",
@@ -340,12 +395,15 @@ def summary_md(report: ClassReport, rows: Sequence[SummaryRow]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
+        if not row.submitted:
+            continue  # nobody handed the build in: the builds table says so
         seen = "" if row.visible else " (hidden)"
         common = markdown(f"{row.common_count}× {row.common}") if row.wrong else ""
         out.append(
             f"| {row.build} | `{row.test}`{seen} | {row.wrong} | {row.not_done} | {row.broken}"
             f" | {row.passed} of {row.submitted} | {common} |"
         )
+    out += _reteach(report)
     groups = identical_groups(report)
     out += ["", "## Identical submissions", ""]
     if groups:
@@ -359,6 +417,22 @@ def summary_md(report: ClassReport, rows: Sequence[SummaryRow]) -> str:
         out.append("None (untouched stubs left out).")
     out += _needs_a_look(report)
     return "\n".join(out) + "\n"
+
+
+def _reteach(report: ClassReport) -> list[str]:
+    """The known bugs the class's failures match (`grader.reteach`), most learners first."""
+    out = ["", "## What to reteach", ""]
+    if not report.reteach:
+        return [*out, "No learner's failures match a known bug (mutants.toml)."]
+    out += [
+        "Each learner's failed tests, matched to the known bug (`mutants.toml`) whose failures"
+        " overlap them most (Jaccard at least 0.5); ties name each bug.",
+        "",
+        "| build | known bug | learners |",
+        "|---|---|---|",
+    ]
+    out += [f"| {b} | {markdown(words)} | {n} |" for b, words, n in report.reteach]
+    return out
 
 
 def _needs_a_look(report: ClassReport) -> list[str]:

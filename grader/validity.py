@@ -32,7 +32,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import Runner, SubmissionResult, Suite, SuiteError, has_suite, load_suite, suitemutants
+from grader import (
+    Runner,
+    SubmissionResult,
+    Suite,
+    SuiteError,
+    has_suite,
+    load_suite,
+    reteach,
+    suitemutants,
+)
 from grader.coverage import load_contract
 from grader.pool import RunnerPool
 from grader.results import TestResult
@@ -378,7 +387,12 @@ def check_build(entry: Entry, root: Path, hidden: Path, pool: RunnerPool) -> lis
     lines.append(solution_line(solution_result))
     lines.append(stub_line(stub_result))
     twins: dict[str, set[str]] = {}
-    lines.extend(mutant_lines(suite, sources["solution"], pool, entry.number, entry, twins))
+    # As class grading hands it to the grader (the header without its file name): the probes'
+    # inputs are drawn from the text, so a learner with exactly this bug fails exactly these.
+    graded_as = reteach.as_graded(sources["solution"])
+    lines.extend(mutant_lines(suite, graded_as, pool, entry.number, entry, twins))
+    if len(twins) == len(suite.mutants):  # every bug killed: class grading's signatures
+        reteach.store(root, entry, hidden, twins)
     lines.extend(contract_lines(entry.number, hidden, twins))
     lines.extend(laid_over_lines(entry, root, suite, sources["solution"], pool, twins))
     learner = learner_tests_line(entry, root, suite, pool)

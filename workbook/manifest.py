@@ -7,12 +7,13 @@ Reading it twice gives equal objects; nothing here touches the notebooks themsel
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from workbook.errors import ManifestError
+from workbook.errors import ManifestError, WorkbookError
 from workbook.fixedhypothesis import DEFAULT_EXAMPLES
 
 Kind = Literal["concept", "build", "quiz"]
@@ -109,6 +110,25 @@ class Manifest:
             if (self.root / entry.path).exists():
                 return entry
         return None
+
+
+class UnknownBuild(WorkbookError):
+    """``BUILD=`` names a build that is not one of those that can be checked or graded here."""
+
+
+def pick_builds(values: Sequence[str], valid: Sequence[str]) -> list[str]:
+    """The builds ``BUILD=`` asks for, in the order of `valid` (the arc's): each value may hold
+    several numbers separated by spaces or commas ("03 05", "3,5"). An unknown number raises
+    `UnknownBuild` with one line listing the valid ones; nothing asked for means all of them."""
+    tokens = [n for v in values for n in v.replace(",", " ").split()]
+    asked = {t: str(int(t)).zfill(2) if t.isdigit() else t for t in tokens}
+    unknown = [t for t, n in asked.items() if n not in valid]
+    if unknown or (values and not tokens):
+        which = f"build {', '.join(unknown)}" if unknown else "build number"
+        raise UnknownBuild(
+            f"BUILD={' '.join(values)}: no {which} here; the builds are {', '.join(valid)}."
+        )
+    return [n for n in valid if n in asked.values()] if tokens else list(valid)
 
 
 def repo_root() -> Path:

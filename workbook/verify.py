@@ -29,7 +29,7 @@ from typing import Any
 
 from workbook.errors import WorkbookError
 from workbook.export import cell_source, cell_tags, read_notebook
-from workbook.manifest import Entry, Manifest, load_manifest, repo_root
+from workbook.manifest import Entry, Manifest, UnknownBuild, load_manifest, pick_builds, repo_root
 from workbook.parts import Part, run_parts
 
 ROOT = repo_root()
@@ -180,13 +180,13 @@ def learner_check(builds: Sequence[str] = (), manifest: Manifest | None = None) 
 
     manifest = manifest or load_manifest()
     entries: list[Entry] = tracked_builds(manifest)
-    if builds:
-        unknown = sorted(set(builds) - {e.number for e in entries})
-        if unknown:
-            known = ", ".join(e.number for e in entries)
-            print(f"No build {', '.join(unknown)} to check here (the builds are {known}).")
-            return 2
-        entries = [e for e in entries if e.number in builds]
+    try:
+        asked = pick_builds(builds, [e.number for e in entries])
+    except UnknownBuild as exc:
+        print(exc)
+        return 2
+    entries = [e for e in entries if e.number in asked]
+    builds = asked if builds else []
     if not entries:
         print("No build notebook exists yet, so there is nothing to check.")
         return 0
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         print("Class grading needs the hidden suites: run it in the instructor's repository.")
         return 2
     try:
-        return learner_check([b.zfill(2) for b in args.build])
+        return learner_check(args.build)
     except WorkbookError as exc:
         print(exc, file=sys.stderr)
         return 2

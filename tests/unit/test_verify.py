@@ -82,7 +82,7 @@ def test_a_finished_build_passes_and_says_what_it_read(
     assert f"✓ exercises/{NOTEBOOK} runs to the end" in out
     assert out.rstrip().endswith("make check passed: every build is done.")
     assert verify.learner_check(["05"], manifest=manifest) == 2
-    assert "No build 05 to check here (the builds are 03)." in capsys.readouterr().out
+    assert "BUILD=05: no build 05 here; the builds are 03." in capsys.readouterr().out
 
 
 @pytest.mark.slow
