@@ -124,12 +124,13 @@ def remember(part: Part) -> None:
 # ─────────────────────────────────────────────────────────────────────────── running them
 
 
-def _run(part: Part, out: Callable[[str], None], stdout: int | None) -> Outcome:
-    """Run one part, its commands' output to `stdout` (None: this terminal)."""
+def _run(part: Part, out: Callable[[str], None], stdout: int | None, fresh: bool) -> Outcome:
+    """Run one part, its commands' output to `stdout` (None: this terminal); `fresh`: even if
+    its key passed before (a pass is kept either way)."""
     if part.skip_reason:
         out(f"skipped: {part.skip_reason}\n")
         return Outcome(part.name, "skipped", 0.0)
-    when = cached(part)
+    when = None if fresh else cached(part)
     if when is not None:
         out(f"cached: passed on these exact inputs at {when} (make check FRESH=1 runs it)\n")
         return Outcome(part.name, "cached", 0.0)
@@ -150,15 +151,15 @@ def _run(part: Part, out: Callable[[str], None], stdout: int | None) -> Outcome:
     return Outcome(part.name, status, time.perf_counter() - start)
 
 
-def _in_order(parts: list[Part]) -> list[Outcome]:
+def _in_order(parts: list[Part], fresh: bool) -> list[Outcome]:
     outcomes = []
     for part in parts:
         print(f"\n━━ {part.name} ━━", flush=True)
-        outcomes.append(_run(part, lambda text: print(text, end="", flush=True), None))
+        outcomes.append(_run(part, lambda text: print(text, end="", flush=True), None, fresh))
     return outcomes
 
 
-def _in_lanes(parts: list[Part]) -> list[Outcome]:
+def _in_lanes(parts: list[Part], fresh: bool) -> list[Outcome]:
     """Each lane in a thread; a part's output goes to a file, printed whole when it ends."""
     lock = threading.Lock()
     done: dict[str, Outcome] = {}
@@ -177,7 +178,7 @@ def _in_lanes(parts: list[Part]) -> list[Outcome]:
                     held.flush()
 
                 try:
-                    outcome = _run(part, out, held.fileno())
+                    outcome = _run(part, out, held.fileno(), fresh)
                 except Exception as exc:  # the part's own machinery failed: said, not lost
                     outcome = Outcome(part.name, f"FAILED ({type(exc).__name__}: {exc})", 0.0)
                 held.seek(0)
@@ -203,11 +204,9 @@ def run_parts(
     """Run each part (or only the one whose name starts with `only`; `fresh`: none from the
     cache), then print a summary with each part's time; 1 when any part failed."""
     chosen = [p for p in parts if not only or p.name.split()[0] == only]
-    if fresh:
-        chosen = [Part(p.name, p.commands, p.skip_reason, p.call, p.lane) for p in chosen]
     start = time.perf_counter()
     concurrent = len({p.lane for p in chosen}) > 1
-    outcomes = _in_lanes(chosen) if concurrent else _in_order(chosen)
+    outcomes = _in_lanes(chosen, fresh) if concurrent else _in_order(chosen, fresh)
     wall = time.perf_counter() - start
     print("\n━━ summary ━━")
     for row in outcomes:

@@ -65,8 +65,11 @@ def test_a_passed_part_is_cached_on_its_key_and_a_failed_one_never(
     assert ran.read_text() == "x"  # once: the second run was served from the cache
     assert "cached: passed on these exact inputs at" in capfd.readouterr().out
     assert run_parts([Part("keyed part", (touch,), key="k2")], None) == 0  # new inputs: runs
-    assert run_parts([part], None, fresh=True) == 0  # FRESH=1: runs
+    assert run_parts([part], None, fresh=True) == 0  # FRESH=1: runs, and keeps the pass
     assert ran.read_text() == "xxx"
+    assert run_parts([part], None) == 0
+    assert ran.read_text() == "xxx"
+    capfd.readouterr()
     failing = Part("failing part", (say("no", code=1),), key="k3")
     assert run_parts([failing], None) == 1
     assert run_parts([failing], None) == 1
