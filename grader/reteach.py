@@ -24,7 +24,7 @@ from grader.grades import LearnerGrade
 from grader.pool import RunnerPool
 from grader.results import Outcome, SubmissionResult
 from grader.sandbox import Limits
-from grader.suites import Suite, load_suite
+from grader.suites import load_mutants, load_suite, suite_dir
 from workbook.export import export_source
 from workbook.manifest import Entry
 
@@ -97,12 +97,12 @@ def _read(path: Path) -> dict[str, list[str]] | None:
     return data
 
 
-def signatures(
-    entry: Entry, suite: Suite, root: Path, hidden: Path, pool: RunnerPool | None
-) -> list[Bug]:
-    """Every known bug of `entry` with its signature: read back, or graded on `pool` (None:
-    what is kept, or nothing)."""
-    words = {m.name: m.bug for m in suite.mutants}
+def signatures(entry: Entry, root: Path, hidden: Path, pool: RunnerPool | None) -> list[Bug]:
+    """Every known bug of `entry` with its signature: read back (its words from
+    ``mutants.toml`` alone: no suite is imported), or graded on `pool` (None: what is kept,
+    or nothing)."""
+    mutants = load_mutants(suite_dir(entry.number, hidden) / "mutants.toml")
+    words = {m.name: m.bug for m in mutants}
     path = signature_path(root, entry, hidden)
     kept = _read(path)
     if kept is None:
@@ -110,6 +110,7 @@ def signatures(
             return []
         from grader.validity import mutant_lines  # validity imports this module
 
+        suite = load_suite(entry.number, hidden)
         source = as_graded(export_source(root / entry.solution))
         fails: dict[str, set[str]] = {}
         lines = mutant_lines(suite, source, pool, entry.number, entry, fails)
@@ -142,10 +143,10 @@ def name_matches(
             }
             if not any(failed.values()):
                 continue
-            bugs = signatures(entry, load_suite(entry.number, hidden), root, hidden, None)
+            bugs = signatures(entry, root, hidden, None)
             if not bugs:
                 started = started or pool()
-                bugs = signatures(entry, load_suite(entry.number, hidden), root, hidden, started)
+                bugs = signatures(entry, root, hidden, started)
             counts: dict[str, int] = {}
             for learner in learners:
                 for bug in match(failed.get(learner.learner, frozenset()), bugs):
