@@ -68,9 +68,22 @@ def instructor_parts(cores: int | None = None) -> list[Part]:
             lane=lanes[2],
             key=tree_key("lint", files),
         ),
+        # `-p no:nbval`: nbval imports nbformat, 1.3 s a process (rfc3987_syntax builds its
+        # grammar), for no unit test.
         Part(
             "unit tests",
-            (pytest("tests", "--ignore=tests/browser", "-n", "2", "--dist", "loadfile"),),
+            (
+                pytest(
+                    "tests",
+                    "--ignore=tests/browser",
+                    "-n",
+                    "2",
+                    "--dist",
+                    "loadfile",
+                    "-p",
+                    "no:nbval",
+                ),
+            ),
             lane=lanes[0],
             key=tree_key("unit tests", files, extra=_identity(shutil.which("bwrap"))),
         ),
