@@ -33,8 +33,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 ROOT = Path(__file__).resolve().parent.parent
 #: Folders whose top-level notebooks are the arc's (checkpoints and backups are not).
 FOLDERS = ("notebooks", "exercises", "solutions")
@@ -72,6 +70,10 @@ def as_javascript(value: Any) -> Any:
 
 def normalized(text: str) -> str:
     """The notebook `text` as JupyterLab would save it; the same text on a repeat."""
+    # Imported here: nbformat takes 1.3 s to import (rfc3987_syntax builds its grammar), and
+    # the unit tests import this module to list the arc's notebooks.
+    import nbformat
+
     # Read and written as Jupyter Server reads and writes a notebook it saves.
     notebook: Any = nbformat.reads(text, as_version=4)  # type: ignore[no-untyped-call]
     notebook.metadata.update(kernel_metadata())
