@@ -22,6 +22,7 @@ from pathlib import Path
 from grader.cache import grader_digest, replace_file
 from grader.grades import LearnerGrade
 from grader.pool import RunnerPool
+from grader.protocol import WallsMode
 from grader.results import Outcome, SubmissionResult
 from grader.sandbox import Limits
 from grader.suites import load_mutants, load_suite, suite_dir
@@ -159,3 +160,14 @@ def name_matches(
         if started is not None:
             started.close()
     return table
+
+
+def keep_signatures(entries: Sequence[Entry], root: Path, hidden: Path, walls: WallsMode) -> int:
+    """Grade and keep the signatures of each of `entries` not kept yet (what a class grading
+    would do on its first wrong answer); how many builds needed it."""
+    missing = [e for e in entries if not signatures(e, root, hidden, None)]
+    if missing:
+        with RunnerPool(2, Limits(), hide=(), walls=walls, learner_tests=False) as pool:
+            for entry in missing:
+                signatures(entry, root, hidden, pool)
+    return len(missing)
