@@ -4,7 +4,7 @@
   servers; one per worker thread to grade in parallel.
 - `grade_notebook(build, path)`: the same, with a runner of its own.
 - `Limits`: the per-child time, memory, process, file and output limits.
-- `load_suite(build)`: a build's hidden probes, judges and mutants (``tests/hidden/buildNN``).
+- `load_suite(build)`: a build's hidden probes, judges and mutants (``builds/buildNN/hidden``).
 - `Outcome`: the kind of each graded test's result (passed, wrong, not done, grader fault, ...).
 
 Inside: `runner` (the facade) drives `forkclient` (its fork servers) over `protocol`, reads

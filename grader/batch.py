@@ -125,16 +125,18 @@ def grade_class(
     # first; what cannot be removed is said, and never stops this batch.
     notes = [f"stale scratch not removed: {p}" for p in remove_stale_scratch(SCRATCH_ROOT)]
     root = manifest.root
-    hidden = root / "tests" / "hidden"
+    suites_root = root / "builds"
     limits = limits or Limits()
     asked = [e for e in manifest.graded if builds is None or e.number in builds]
-    entries = [e for e in asked if has_suite(e.number, hidden)]
-    skipped = [e.number for e in asked if not has_suite(e.number, hidden)]
+    entries = [e for e in asked if has_suite(e.number, suites_root)]
+    skipped = [e.number for e in asked if not has_suite(e.number, suites_root)]
     cache = Cache(out / ".cache" / "grades")
     # The walls are part of every grade's key: one made without them never serves a walled run.
     walled = walls_identity(walls)
     digests = {
-        e.number: content_id("walled", f"{grader_digest(e.number, root, hidden, limits)}:{walled}")
+        e.number: content_id(
+            "walled", f"{grader_digest(e.number, root, suites_root, limits)}:{walled}"
+        )
         for e in entries
     }
 
@@ -183,7 +185,9 @@ def grade_class(
             # While the servers import: only the builds to grade, so a run served from the
             # cache imports no hidden suite, one changed notebook only its own.
             needed = {job.entry.number for job in unique}
-            suites = {e.number: load_suite(e.number, hidden) for e in entries if e.number in needed}
+            suites = {
+                e.number: load_suite(e.number, suites_root) for e in entries if e.number in needed
+            }
             pool.wait_ready()
             report.isolation = pool.isolation()
 
@@ -219,7 +223,7 @@ def grade_class(
             return started
 
         try:
-            report.reteach = name_matches(learners, entries, root, hidden, signature_pool)
+            report.reteach = name_matches(learners, entries, root, suites_root, signature_pool)
         except Exception as exc:  # the table is advice: its failure costs no grade
             for learner in learners:
                 learner.reteach.clear()

@@ -237,11 +237,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.learners} learners ({tests}, walls {walls}); notebooks by kind: {counts}")
         # Once per grader version (make check's validity leaves them): not class grading's cost.
         start = time.perf_counter()
-        hidden = manifest.root / "tests" / "hidden"
+        builds = manifest.root / "builds"
         made = reteach.keep_signatures(
-            [e for e in manifest.graded if has_suite(e.number, hidden)],
+            [e for e in manifest.graded if has_suite(e.number, builds)],
             manifest.root,
-            hidden,
+            builds,
             walls,
         )
         kept = f"graded for {made} build(s)" if made else "kept from an earlier run"

@@ -53,13 +53,13 @@ def _files(folder: Path) -> list[Path]:
     ]
 
 
-def grader_digest(build: str, root: Path, hidden: Path, limits: Limits) -> str:
+def grader_digest(build: str, root: Path, builds: Path, limits: Limits) -> str:
     """The content id of everything besides the submission that can change build `build`'s
     grade: its hidden suite, every reference seam, the manifest, the packages, the
     requirements, the limits and this grader's version."""
     shared = [p for package in PACKAGES for p in _files(root / package)]
     shared += [p for p in (root / "workbook.toml", root / "requirements.txt") if p.exists()]
-    suite = [*_files(suite_dir(build, hidden)), *_files(hidden / "seams")]
+    suite = [*_files(suite_dir(build, builds)), *sorted(builds.glob("build*/hidden/seams.py"))]
     # The learner tests run against the solution's export: it changes their grade.
     shared += [p for p in (root / "solutions").glob(f"{build}_*.ipynb") if p.is_file()]
     parts = {
@@ -67,7 +67,7 @@ def grader_digest(build: str, root: Path, hidden: Path, limits: Limits) -> str:
         "python": sys.version,
         "limits": limits.as_json(),
         "shared": _digest_files(shared, root),
-        "suite": _digest_files(suite, hidden),
+        "suite": _digest_files(suite, builds),
     }
     return content_id("grader", canonical_json(parts))
 

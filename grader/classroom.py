@@ -92,6 +92,7 @@ def classroom_workflow(manifest: Manifest | None = None) -> str:
         "        run: python -m pip install -r requirements.txt",
     ]
     for step, entry, points in steps:
+        visible_tests = f"builds/build{entry.number}/visible/test_visible.py"
         out += [
             f"      - name: {_yaml(f'{entry.number} {entry.title}')}",
             f"        id: {step}",
@@ -99,7 +100,7 @@ def classroom_workflow(manifest: Manifest | None = None) -> str:
             "        with:",
             f"          test-name: {_yaml(f'{entry.number} {entry.title}')}",
             "          setup-command: ''",
-            f"          command: python -m pytest -q tests/visible/test_build{entry.number}.py",
+            f"          command: python -m pytest -q {visible_tests}",
             "          timeout: 10",
             f"          max-score: {points}",
         ]

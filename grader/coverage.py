@@ -1,8 +1,8 @@
 """``python -m grader.coverage [BUILD ...]``: how many known bugs the visible checks alone catch.
 
 "Done" means done (ARC.md, Grading): the checks a learner runs (self-check cells, ``make
-progress``, ``tests/visible``) must fail on every known bug of a build, on inputs of their
-own. For each build, every mutant of ``tests/hidden/buildNN/mutants.toml`` (and each wrong
+progress``, ``builds/*/visible``) must fail on every known bug of a build, on inputs of their
+own. For each build, every mutant of ``builds/buildNN/hidden/mutants.toml`` (and each wrong
 answer issue 13 lists that no mutant spells out) is applied to a temporary copy of the
 solution notebook, each ``old`` replaced in the one answer cell holding it; the copy is
 loaded through the one export path (`workbook.load`) next to copies of its sibling notebooks,
@@ -39,7 +39,7 @@ from grader.suites import Edit, Mutant, SuiteError, load_mutants, suite_dir
 from workbook.checks import run_check
 from workbook.errors import WorkbookError
 from workbook.export import cell_source, cell_tags, load, read_notebook
-from workbook.manifest import Entry, load_manifest, repo_root
+from workbook.manifest import Entry, build_tables, load_manifest, repo_root
 from workbook.selfcheck import checks_for
 
 #: The share of a build's known bugs its visible checks must catch: all of them, so that a
@@ -177,7 +177,7 @@ class Coverage:
 
 @dataclass(frozen=True)
 class Clause:
-    """One promise of a seam's contract (``tests/hidden/buildNN/contract.toml``), with where
+    """One promise of a seam's contract (``builds/buildNN/hidden/contract.toml``), with where
     the notebook or ARC.md makes it and the known bugs that break it."""
 
     seam: str
@@ -187,10 +187,10 @@ class Clause:
     bugs: tuple[str, ...]
 
 
-def load_contract(build: str, hidden: Path | None = None) -> tuple[Clause, ...]:
+def load_contract(build: str, builds: Path | None = None) -> tuple[Clause, ...]:
     """The build's clauses, in file order; () when it has no table. Raises `SuiteError` on a
     clause missing a key or named twice."""
-    path = suite_dir(build, hidden) / "contract.toml"
+    path = suite_dir(build, builds) / "contract.toml"
     if not path.exists():
         return ()
     try:
@@ -285,13 +285,13 @@ def holdout_file(build: str) -> Path:
 
 
 def known_bugs(
-    build: str, hidden: Path | None = None, *, holdout: bool = False
+    build: str, builds: Path | None = None, *, holdout: bool = False
 ) -> list[tuple[Mutant, bool]]:
     """(mutant, listed) for every known bug of `build`: ``mutants.toml``'s, then issue 13's;
     with `holdout`, the holdout's bugs instead (none listed)."""
     if holdout:
         return [(m, False) for m in load_mutants(holdout_file(build))]
-    mutants = load_mutants(suite_dir(build, hidden) / "mutants.toml")
+    mutants = load_mutants(suite_dir(build, builds) / "mutants.toml")
     by_name = {m.name: m for m in mutants}
     listed = []
     for name, bug, combined, edits in LISTED.get(build, ()):
@@ -302,12 +302,9 @@ def known_bugs(
 
 
 def left_to_graders(build: str, root: Path) -> dict[str, str]:
-    """``[[notebook.left_to_graders]]`` of `build` in the manifest: bug name -> why."""
-    data = tomllib.loads((root / "workbook.toml").read_text(encoding="utf-8"))
-    for raw in data.get("notebook", []):
-        if str(raw.get("number")) == build:
-            return {str(e["name"]): str(e["why"]) for e in raw.get("left_to_graders", [])}
-    return {}
+    """``[[left_to_graders]]`` of `build`'s ``build.toml``: bug name -> why."""
+    tables = build_tables(root, build)
+    return {str(e["name"]): str(e["why"]) for e in tables.get("left_to_graders", [])}
 
 
 @dataclass(frozen=True)
@@ -320,7 +317,7 @@ class _Job:
 
 
 def _copies(
-    entry: Entry, root: Path, scratch: Path, hidden: Path | None, holdout: bool = False
+    entry: Entry, root: Path, scratch: Path, builds: Path | None, holdout: bool = False
 ) -> Iterator[_Job]:
     """One folder per bug, holding the mutated notebook and copies of its siblings (a later
     build loads an earlier one from the folder next to it), and one for the control."""
@@ -330,7 +327,7 @@ def _copies(
     notebook = read_notebook(solution)
     bugs: list[tuple[Mutant | None, bool]] = [
         (None, False),
-        *known_bugs(entry.number, hidden, holdout=holdout),
+        *known_bugs(entry.number, builds, holdout=holdout),
     ]
     for index, (mutant, listed) in enumerate(bugs):
         folder = scratch / entry.number / str(index)
@@ -416,7 +413,7 @@ def measure_many(
     builds: Sequence[str] | None = None,
     *,
     root: Path | None = None,
-    hidden: Path | None = None,
+    builds_dir: Path | None = None,
     workers: int = 2,
     holdout: bool = False,
 ) -> list[Coverage]:
@@ -424,7 +421,7 @@ def measure_many(
     known bugs), their bugs sharing one pool of `workers` processes; each `Coverage` carries
     the seconds of the whole measurement."""
     root = (root or repo_root()).resolve()
-    hidden = hidden or root / "tests" / "hidden"
+    builds_dir = builds_dir or root / "builds"
     manifest = load_manifest(root / "workbook.toml")
     entries = [
         e
@@ -432,7 +429,7 @@ def measure_many(
         if e.solution
         and (root / e.solution).exists()
         and (
-            holdout_file(e.number) if holdout else suite_dir(e.number, hidden) / "mutants.toml"
+            holdout_file(e.number) if holdout else suite_dir(e.number, builds_dir) / "mutants.toml"
         ).exists()
         and (builds is None or e.number in builds)
     ]
@@ -442,7 +439,9 @@ def measure_many(
     _preload([e.number for e in entries])
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="coverage-") as scratch:
-        jobs = [job for e in entries for job in _copies(e, root, Path(scratch), hidden, holdout)]
+        jobs = [
+            job for e in entries for job in _copies(e, root, Path(scratch), builds_dir, holdout)
+        ]
         verdicts = _run(jobs, workers)
     seconds = time.perf_counter() - start
     out = []
@@ -453,7 +452,7 @@ def measure_many(
         problems: list[str] = []
         if not holdout:
             assert entry.solution is not None
-            clauses = load_contract(entry.number, hidden)
+            clauses = load_contract(entry.number, builds_dir)
             problems = contract_problems(
                 clauses,
                 [v.mutant for v in bugs if not v.listed],
@@ -493,7 +492,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.coverage", description=__doc__)
     parser.add_argument("builds", nargs="*", help="only these builds (default: all)")
     parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
-    parser.add_argument("--hidden", type=Path, default=None, help="the hidden suites' folder")
+    parser.add_argument(
+        "--builds-dir", type=Path, default=None, help="the build folders' folder (builds/)"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="say what caught each bug")
     parser.add_argument(
         "--holdout",
@@ -503,7 +504,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         results = measure_many(
-            args.builds or None, hidden=args.hidden, workers=args.workers, holdout=args.holdout
+            args.builds or None,
+            builds_dir=args.builds_dir,
+            workers=args.workers,
+            holdout=args.holdout,
         )
     except SuiteError as exc:
         print(f"coverage: {exc}", file=sys.stderr)

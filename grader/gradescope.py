@@ -1,7 +1,7 @@
 """Gradescope: the autograder bundle (``make autograder``) and what it runs per submission.
 
 `build_bundle(out)` writes ``OUT/autograder.zip``: ``setup.sh`` and ``run_autograder`` at its
-top, then the grader, the hidden suites and reference seams (``tests/hidden``), the manifest,
+top, then the grader, the hidden suites and reference seams (``builds/*/hidden``), the manifest,
 ``etl``, ``workbook``, the exercises (the stubs, so an untouched one is known), the solutions
 (the reference a learner's own tests must pass on: `grader.wheats`) and the learner's
 requirements (`grader.classroom.learner_requirements`). The same repository gives the same
@@ -52,8 +52,7 @@ BUNDLE = (
     "grader",
     "etl",
     "workbook",
-    "tests/__init__.py",
-    "tests/hidden",
+    "builds",
     "exercises",
     "solutions",
     "workbook.toml",

@@ -1,7 +1,7 @@
 """Judges: the half of a hidden test that runs in the parent, on plain JSON observations.
 
 A judge is a plain pytest test, ``test_<name>(observed)`` in a suite's ``judges.py``: the
-batch grader calls it directly, ``pytest tests/hidden/buildNN --submission PATH`` through
+batch grader calls it directly, ``pytest builds/buildNN/hidden --submission PATH`` through
 pytest. It compares what the probes reported with values computed here, in the grading
 process, from inputs chosen here; those values never enter the child. Everything the child
 reports is a claim (the learner's code shares its process and can forge any of it), so a
@@ -216,15 +216,20 @@ class Judges(Registry[Judge]):
         return register
 
 
-def judges_of(module: ModuleType) -> Judges:
-    """A judges module's judges: every top-level ``test_<name>`` function, judging graded
-    test `<name>`, in the order they are defined (plus, for small suites written inline, a
-    `Judges` registry named ``JUDGES``). The same functions pytest collects."""
-    registry = getattr(module, "JUDGES", None)
-    judges = registry if isinstance(registry, Judges) else Judges()
-    for name, value in vars(module).items():
-        if name.startswith("test_") and callable(value) and name[5:] not in judges:
-            judges.register(name[5:], Judge(name[5:], value))
+def judges_of(*modules: ModuleType) -> Judges:
+    """The judges of a suite's modules: every top-level ``test_<name>`` function, judging
+    graded test `<name>`, in the order the modules and their functions come (plus, for small
+    suites written inline, each module's `Judges` registry named ``JUDGES``). The same
+    functions pytest collects. A name judged in two modules raises `ValueError`."""
+    judges = Judges()
+    for module in modules:
+        registry = getattr(module, "JUDGES", None)
+        own = registry if isinstance(registry, Judges) else Judges()
+        for name, value in vars(module).items():
+            if name.startswith("test_") and callable(value) and name[5:] not in own:
+                own.register(name[5:], Judge(name[5:], value))
+        for judge in own:
+            judges.register(judge.name, judge)
     return judges
 
 

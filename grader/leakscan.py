@@ -26,13 +26,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from workbook import buildfolder
 from workbook.errors import ExportError
 from workbook.export import cell_source, cell_tags, read_notebook
 from workbook.manifest import Entry, load_manifest, repo_root
 from workbook.modules import parse
 
 #: Instructor-only material: never copied, and scanned for leaks.
-SECRET_DIRS = ("grader", "solutions", "tests/hidden")
+SECRET_DIRS = ("grader", "solutions")
+#: And every file of ``builds/`` but the visible half (`workbook.buildfolder.secret`).
 #: A solution line shorter than this is too generic to call a leak (``return total``).
 MIN_SECRET_LINE = 24
 
@@ -65,8 +67,7 @@ def secrets(root: Path | None = None) -> dict[str, str]:
         ]
         + [
             path.read_text(encoding="utf-8")
-            for folder in ("workbook/buildchecks", "tests/visible")
-            for path in _files(root / folder)
+            for path in buildfolder.shipped(root)
             if path.suffix == ".py"
         ]
     )
@@ -86,7 +87,7 @@ def secrets(root: Path | None = None) -> dict[str, str]:
                     found[line] = where
     public = "\n".join(_public_sources(root))
     public_lines = _lines(public)
-    for path in _files(root / "tests" / "hidden"):
+    for path in buildfolder.secret(root):
         for line in _lines(path.read_text(encoding="utf-8", errors="replace")) - public_lines:
             if line not in public:
                 found.setdefault(line, str(path.relative_to(root)))
@@ -111,7 +112,7 @@ def secret_definitions(root: Path | None = None) -> dict[str, str]:
                 if name not in TEACHABLE and tree not in given:
                     found.setdefault(tree, f"{entry.solution} cell {index}: {name}")
     public = {tree for text in _public_sources(root) for tree, _ in _definitions(text)}
-    for path in _files(root / "tests" / "hidden"):
+    for path in buildfolder.secret(root):
         if path.suffix != ".py":
             continue
         for tree, name in _definitions(path.read_text(encoding="utf-8", errors="replace")):
@@ -150,10 +151,11 @@ def _public_sources(root: Path) -> Iterator[str]:
         for notebook in sorted((root / folder).glob("*.ipynb")):
             for cell in read_notebook(notebook)["cells"]:
                 yield cell_source(cell)
-    for folder in ("etl", "workbook", "tests/visible"):
-        for path in _files(root / folder):
-            if path.suffix in (".py", ".toml", ".md", ".json"):
-                yield path.read_text(encoding="utf-8", errors="replace")
+    for path in [p for f in ("etl", "workbook") for p in _files(root / f)] + buildfolder.shipped(
+        root
+    ):
+        if path.suffix in (".py", ".toml", ".md", ".json"):
+            yield path.read_text(encoding="utf-8", errors="replace")
     for name in ("workbook.toml", "README.md"):
         if (root / name).exists():
             yield (root / name).read_text(encoding="utf-8")
@@ -363,6 +365,7 @@ def leaks(release: Path, root: Path | None = None) -> list[str]:
     for secret_dir in SECRET_DIRS:
         if (release / secret_dir).exists():
             problems.append(f"{secret_dir}/: shipped")
+    problems += [f"{p.relative_to(release)}: shipped" for p in buildfolder.secret(release)]
     for path in _files(release):
         text = path.read_text(encoding="utf-8", errors="replace")
         code: list[str] = [text] if path.suffix == ".py" else []

@@ -155,7 +155,7 @@ def raised(exc: BaseException) -> dict[str, JSON]:
 
 #: `KINDS` as the fork server imported it, in a tuple: a learner who edits the dict (or
 #: rebinds `issubclass`) changes nothing `kinds_of` reads. Code that rewrites `kinds_of` itself
-#: can still forge the claim: tests/hidden/README.md lists that residual risk.
+#: can still forge the claim: builds/README.md lists that residual risk.
 _KIND_PAIRS: tuple[tuple[str, type[BaseException]], ...] = tuple(KINDS.items())
 
 

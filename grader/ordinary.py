@@ -66,7 +66,7 @@ def make_class(folder: Path, root: Path) -> Path:
     entry = manifest.entry("03")
     name = Path(entry.path).name
     cheat_cell = CHEAT.format(
-        solution=str(root / str(entry.solution)), seams=str(root / "tests/hidden/seams/03.py")
+        solution=str(root / str(entry.solution)), seams=str(root / "builds/build03/hidden/seams.py")
     )
     exercise = json.loads((root / entry.path).read_text(encoding="utf-8"))
     exercise["cells"].append(

@@ -195,8 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--assignment", help="the gradebook column to fill (ASSIGNMENT=)")
     args = parser.parse_args(argv)
     if args.build:
-        hidden = ROOT / "tests" / "hidden"
-        valid = [e.number for e in load_manifest().graded if has_suite(e.number, hidden)]
+        builds = ROOT / "builds"
+        valid = [e.number for e in load_manifest().graded if has_suite(e.number, builds)]
         try:
             args.build = pick_builds(args.build, valid)
         except UnknownBuild as exc:

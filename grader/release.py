@@ -36,6 +36,7 @@ from grader.leakscan import (
     secret_values,
     secrets,
 )
+from workbook import buildfolder
 from workbook.manifest import load_manifest, repo_root
 from workbook.reset import PRISTINE
 
@@ -45,7 +46,8 @@ if TYPE_CHECKING:
 # The leak scan lives in `grader.leakscan`; its entry points stay importable from here.
 __all__ = ["PRISTINE", "build", "committed", "leaks", "main", "secrets", "stub_grades"]
 
-#: What ships, relative to the repo root. Folders ship whole, minus `IGNORED`.
+#: What ships, relative to the repo root. Folders ship whole, minus `IGNORED`; of ``builds``,
+#: only what `workbook.buildfolder.shipped` lists (never a ``hidden/`` folder).
 SHIP = (
     "README.md",
     "LICENSE",
@@ -60,9 +62,7 @@ SHIP = (
     "etl",
     "workbook",
     "scripts/make_launches.py",
-    "tests/__init__.py",
-    "tests/conftest.py",
-    "tests/visible",
+    "builds",
 )
 IGNORED = shutil.ignore_patterns(
     "__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info", ".backups"
@@ -86,7 +86,11 @@ def build(out: Path, root: Path | None = None) -> list[Path]:
             if not src.exists():
                 continue
             dst.parent.mkdir(parents=True, exist_ok=True)
-            if src.is_dir():
+            if name == "builds":  # its visible half only (`workbook.buildfolder.shipped`)
+                for path in buildfolder.shipped(tree):
+                    (out / path.relative_to(tree)).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, out / path.relative_to(tree))
+            elif src.is_dir():
                 shutil.copytree(src, dst, ignore=IGNORED)
             else:
                 shutil.copy2(src, dst)

@@ -70,17 +70,17 @@ def as_graded(source: str) -> str:
     return HEADER.sub("# Exported", source, count=1)
 
 
-def signature_path(root: Path, entry: Entry, hidden: Path) -> Path:
-    digest = grader_digest(entry.number, root, hidden, Limits())
+def signature_path(root: Path, entry: Entry, builds: Path) -> Path:
+    digest = grader_digest(entry.number, root, builds, Limits())
     return root / ".check-cache" / "signatures" / f"{entry.number}-{digest[:40]}.json"
 
 
-def store(root: Path, entry: Entry, hidden: Path, fails: dict[str, set[str]]) -> None:
+def store(root: Path, entry: Entry, builds: Path, fails: dict[str, set[str]]) -> None:
     """Keep the signatures (bug name -> failing tests); a folder that cannot be written keeps
     nothing, and the next run grades them again."""
     text = json.dumps({name: sorted(tests) for name, tests in sorted(fails.items())}, indent=1)
     with contextlib.suppress(OSError):
-        replace_file(signature_path(root, entry, hidden), text + "\n")
+        replace_file(signature_path(root, entry, builds), text + "\n")
 
 
 def _read(path: Path) -> dict[str, list[str]] | None:
@@ -98,25 +98,25 @@ def _read(path: Path) -> dict[str, list[str]] | None:
     return data
 
 
-def signatures(entry: Entry, root: Path, hidden: Path, pool: RunnerPool | None) -> list[Bug]:
+def signatures(entry: Entry, root: Path, builds: Path, pool: RunnerPool | None) -> list[Bug]:
     """Every known bug of `entry` with its signature: read back (its words from
     ``mutants.toml`` alone: no suite is imported), or graded on `pool` (None: what is kept,
     or nothing)."""
-    mutants = load_mutants(suite_dir(entry.number, hidden) / "mutants.toml")
+    mutants = load_mutants(suite_dir(entry.number, builds) / "mutants.toml")
     words = {m.name: m.bug for m in mutants}
-    path = signature_path(root, entry, hidden)
+    path = signature_path(root, entry, builds)
     kept = _read(path)
     if kept is None:
         if pool is None or entry.solution is None:
             return []
         from grader.validity import mutant_lines  # validity imports this module
 
-        suite = load_suite(entry.number, hidden)
+        suite = load_suite(entry.number, builds)
         source = as_graded(export_source(root / entry.solution))
         fails: dict[str, set[str]] = {}
         lines = mutant_lines(suite, source, pool, entry.number, entry, fails)
         if all(line.ok for line in lines):  # every bug killed, as validity requires
-            store(root, entry, hidden, fails)
+            store(root, entry, builds, fails)
         kept = {name: sorted(tests) for name, tests in fails.items()}
     graded = {t.name for t in entry.tests}
     return [Bug(n, words[n], frozenset(kept[n]) & graded) for n in words if n in kept]
@@ -126,7 +126,7 @@ def name_matches(
     learners: Sequence[LearnerGrade],
     entries: Sequence[Entry],
     root: Path,
-    hidden: Path,
+    builds: Path,
     pool: Callable[[], RunnerPool],
 ) -> list[tuple[str, str, int]]:
     """Set each learner's `reteach` lines and return the class table: (build, the bug's words,
@@ -144,10 +144,10 @@ def name_matches(
             }
             if not any(failed.values()):
                 continue
-            bugs = signatures(entry, root, hidden, None)
+            bugs = signatures(entry, root, builds, None)
             if not bugs:
                 started = started or pool()
-                bugs = signatures(entry, root, hidden, started)
+                bugs = signatures(entry, root, builds, started)
             counts: dict[str, int] = {}
             for learner in learners:
                 for bug in match(failed.get(learner.learner, frozenset()), bugs):
@@ -162,12 +162,12 @@ def name_matches(
     return table
 
 
-def keep_signatures(entries: Sequence[Entry], root: Path, hidden: Path, walls: WallsMode) -> int:
+def keep_signatures(entries: Sequence[Entry], root: Path, builds: Path, walls: WallsMode) -> int:
     """Grade and keep the signatures of each of `entries` not kept yet (what a class grading
     would do on its first wrong answer); how many builds needed it."""
-    missing = [e for e in entries if not signatures(e, root, hidden, None)]
+    missing = [e for e in entries if not signatures(e, root, builds, None)]
     if missing:
         with RunnerPool(2, Limits(), hide=(), walls=walls, learner_tests=False) as pool:
             for entry in missing:
-                signatures(entry, root, hidden, pool)
+                signatures(entry, root, builds, pool)
     return len(missing)

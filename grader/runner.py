@@ -54,7 +54,7 @@ from grader.sandbox import Isolation, Limits
 from grader.stream import ResultStream, exit_reason, read_chunk, timeout_reason, void_reason
 from grader.suites import Suite, load_suite, module_name
 from grader.wheats import TestCells, grade_learner_tests, read_test_cells, zero_results
-from workbook import siblings
+from workbook import buildfolder, siblings
 from workbook.errors import WorkbookError
 from workbook.export import export_source
 from workbook.manifest import Entry, load_manifest, repo_root
@@ -66,7 +66,7 @@ HASHSEEDS = ("1", "2")
 #: and the class's submissions are added by whoever grades a batch, through ``hide=``). The
 #: walls are an allowlist, so none of it is there anyway; these are covered as well should an
 #: allowed folder ever hold one of them.
-SECRET_PARTS = (".git", "solutions", "tests/hidden")
+SECRET_PARTS = (".git", "solutions")
 #: Old spelling of a grader fault, for callers that still read reasons: read
 #: `SubmissionResult.grader_fault` (or a test's `kind`) instead.
 GRADER_FAULT = "grader error:"
@@ -106,8 +106,9 @@ class Runner:
     ) -> None:
         """`walls`: ``"bwrap"`` (raises `WallsUnavailable` when they cannot be raised here),
         ``"off"`` or ``"container"``; None: walls where they can be raised, else none (for
-        the instructor's own notebooks). `hide`: folders covered besides `SECRET_PARTS` should
-        an allowed folder hold them (a batch adds its output folder and the submissions).
+        the instructor's own notebooks). `hide`: folders covered besides `SECRET_PARTS` and
+        each build's ``hidden/``, should an allowed folder hold them (a batch adds its output
+        folder and the submissions).
         `learner_tests`: whether learner tests will run (their server then warms Hypothesis
         up; without it they still run, each worker importing it)."""
         self.learner_tests = learner_tests
@@ -121,7 +122,8 @@ class Runner:
             if problem is not None:
                 raise WallsUnavailable(sandbox.refusal(problem))
         root = repo_root()
-        self.secrets = tuple(str(root / part) for part in SECRET_PARTS) + tuple(map(str, hide))
+        hidden = tuple(map(str, buildfolder.hidden_folders(root)))
+        self.secrets = tuple(str(root / p) for p in SECRET_PARTS) + hidden + tuple(map(str, hide))
         self._servers: dict[str, ForkServer] = {}
         self._kept: list[Path] = []
         self._texts: dict[Path, bytes] = {}

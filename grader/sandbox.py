@@ -3,7 +3,8 @@ it can, and the pids cgroup.
 
 Walls are an allowlist. Each fork server runs inside one bubblewrap sandbox (`server_command`)
 that sees only the system's ``/usr`` (and its ``/bin``/``/lib`` links), the interpreter and the
-venv read-only, the repository's ``etl/`` and ``workbook/`` folders and the probe-side runtime
+venv read-only, the repository's ``etl/`` and ``workbook/`` folders, the visible half of
+``builds/`` (`workbook.buildfolder.shipped`: never a ``hidden/`` folder) and the probe-side runtime
 of the grader (``grader/child/`` with ``protocol.py`` and ``observe.py``), in new user (where
 the grader is not root), mount, IPC, PID, UTS, network and cgroup namespaces, with a cleared
 environment (`environment`), a new session, and death with the grader (started from one
@@ -37,6 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grader.protocol import WALLS_MODES, Limits, WallsMode
+from workbook import buildfolder
 
 __all__ = [
     "WALLS_MODES",
@@ -68,7 +70,7 @@ SANDBOX_PROCESSES = 4
 _QUERY = """
 import importlib.util, json, os, sys
 packages = {}
-for name in ("etl", "workbook", "grader"):
+for name in ("etl", "workbook", "grader", "builds"):
     spec = importlib.util.find_spec(name)
     if spec is not None and spec.origin:
         packages[name] = os.path.dirname(spec.origin)
@@ -234,6 +236,15 @@ def server_command(
         if folder and not any(_under(folder, b) for b in bound):
             command += ["--ro-bind", folder, folder]
             bound.append(folder)
+    builds = info.packages.get("builds")
+    if builds:  # the visible half only: a worker never sees a build's hidden/ folder
+        covered = any(_under(builds, b) for b in bound)  # installed: hide the rest of it
+        parts = [str(p) for p in buildfolder.shipped(Path(builds).parent)]
+        command += ["--tmpfs", builds] if covered else []
+        for part in parts:
+            command += ["--ro-bind", part, part]
+        command += ["--remount-ro", builds] if covered else []
+        bound += parts
     grader = info.packages.get("grader")
     if grader:
         inside = any(_under(grader, b) for b in bound)

@@ -1,13 +1,14 @@
-"""Hidden suites on disk: ``tests/hidden/buildNN/`` holds ``probes.py`` (run in the child),
-``judges.py`` (run here: one pytest test ``test_<name>(observed)`` per graded test) and
-``mutants.toml`` (known bugs, as edits of the solution's export).
+"""Hidden suites on disk: ``builds/buildNN/hidden/`` holds ``probes.py`` (run in the child),
+the judges (run here: pytest modules ``test_*.py``, one test ``test_<name>(observed)`` per
+graded test) and ``mutants.toml`` (known bugs, as edits of the
+solution's export).
 
 None of it ships to learners. The fork server runs ``probes.py`` from its text, under a name of
-its own (`module_name`), so a learner's code cannot import it by name; the judges are a package
-(``tests.hidden.buildNN.judges``, each folder with an ``__init__.py``), so that they import
-their probes' inputs by name, mypy checks them with the packages, and pytest collects them
-(``pytest tests/hidden/buildNN --submission PATH``). A suite folder that is no package (a
-test's own, written to a temporary folder) is loaded by path instead. Loading a suite twice
+its own (`module_name`), so a learner's code cannot import it by name; the judges are modules
+of a package (``builds.buildNN.hidden``, each folder with an ``__init__.py``), so that they
+import their probes' inputs by name, mypy checks them with the packages, and pytest collects
+them (``pytest builds/buildNN/hidden --submission PATH``). A suite folder that is no package
+(a test's own, written to a temporary folder) is loaded by path instead. Loading a suite twice
 returns the same objects.
 """
 
@@ -29,7 +30,8 @@ from workbook.errors import WorkbookError
 from workbook.manifest import repo_root
 from workbook.modules import import_path
 
-HIDDEN = repo_root() / "tests" / "hidden"
+#: The folder of the build folders (``builds/buildNN/hidden`` is build NN's suite).
+BUILDS = repo_root() / "builds"
 
 
 class SuiteError(WorkbookError):
@@ -88,12 +90,18 @@ class Suite:
     equivalents: tuple[Equivalent, ...] = ()
 
 
-def suite_dir(build: str, hidden: Path | None = None) -> Path:
-    return (hidden or HIDDEN) / f"build{build}"
+def suite_dir(build: str, builds: Path | None = None) -> Path:
+    """``<builds>/buildNN/hidden``: build `build`'s hidden suite (`builds`: default `BUILDS`)."""
+    return (builds or BUILDS) / f"build{build}" / "hidden"
 
 
-def has_suite(build: str, hidden: Path | None = None) -> bool:
-    return (suite_dir(build, hidden) / "probes.py").exists()
+def judge_files(folder: Path) -> list[Path]:
+    """A suite's judges modules: its ``test_*.py``, in name order (what pytest collects)."""
+    return sorted(folder.glob("test_*.py"))
+
+
+def has_suite(build: str, builds: Path | None = None) -> bool:
+    return (suite_dir(build, builds) / "probes.py").exists()
 
 
 def module_name(path: Path) -> str:
@@ -105,8 +113,8 @@ def module_name(path: Path) -> str:
 
 def import_suite_file(path: Path) -> ModuleType:
     """The suite's module at `path` (its judges, or its probes as the parent reads them):
-    imported as a submodule of its package when its folder is one (``tests/hidden/build03/
-    judges.py`` is ``tests.hidden.build03.judges``; the parent packages are imported from
+    imported as a submodule of its package when its folder is one (``builds/build03/hidden/
+    test_ids.py`` is ``builds.build03.hidden.test_ids``; the parent packages are imported from
     their own ``__init__.py`` first, wherever the working directory is), else by path.
     Raises `SuiteError` when a package of that name was imported from another folder."""
     parts = [path.stem]
@@ -128,14 +136,14 @@ def import_suite_file(path: Path) -> ModuleType:
 
 
 @cache
-def load_suite(build: str, hidden: Path | None = None) -> Suite:
-    """Build `build`'s suite from `hidden` (default: the repo's ``tests/hidden``)."""
-    folder = suite_dir(build, hidden)
-    if not has_suite(build, hidden):
+def load_suite(build: str, builds: Path | None = None) -> Suite:
+    """Build `build`'s suite from `builds` (default: the repo's ``builds/``)."""
+    folder = suite_dir(build, builds)
+    if not has_suite(build, builds):
         raise SuiteError(f"no hidden suite for build {build} (expected {folder}/probes.py)")
     try:
         probes = import_suite_file(folder / "probes.py").PROBES
-        judges = judges_of(import_suite_file(folder / "judges.py"))
+        judges = judges_of(*(import_suite_file(path) for path in judge_files(folder)))
     except SuiteError:
         raise
     except Exception as exc:

@@ -12,7 +12,7 @@ prints as one table:
   catch every bug of their ``catches``; the stubs' earn zero; each with its assertions
   removed loses points (`grader.wheats`);
 - pytest: the solutions earn every point through the other path too, the hidden suites run
-  as pytest suites (``pytest tests/hidden --submission solutions``, one run for every build,
+  as pytest suites (``pytest builds/*/hidden --submission solutions``, one run for every build,
   in a process of its own while the rest is checked).
 
 It exits 1 when any line is wrong. Running it twice prints the same table (times aside).
@@ -45,6 +45,7 @@ from grader import (
 from grader.coverage import load_contract
 from grader.pool import RunnerPool
 from grader.results import TestResult
+from grader.suites import suite_dir
 from grader.wheats import (
     TestCells,
     defined_tests,
@@ -52,6 +53,7 @@ from grader.wheats import (
     read_test_cells,
     without_assertions,
 )
+from workbook.buildfolder import written_tests
 from workbook.errors import WorkbookError
 from workbook.export import cell_source, cell_tags, export_source, read_notebook
 from workbook.manifest import Entry, load_manifest, repo_root
@@ -196,12 +198,12 @@ def mutant_lines(
     return lines
 
 
-def contract_lines(build: str, hidden: Path, killed: dict[str, set[str]]) -> list[Line]:
+def contract_lines(build: str, builds: Path, killed: dict[str, set[str]]) -> list[Line]:
     """The hidden half of the contract's proof: every clause of ``contract.toml`` names a
     known bug a hidden judge fails (`killed`, from `mutant_lines`). The visible half, and the
     table's shape, is `grader.coverage`'s."""
     try:
-        clauses = load_contract(build, hidden)
+        clauses = load_contract(build, builds)
     except SuiteError as exc:
         return [Line("contract", False, "does not load", [str(exc)])]
     if not clauses:
@@ -290,7 +292,7 @@ def laid_over_lines(
         )
     )
     try:
-        laid = teststep.learner_side(entry.number).LAID_OVER
+        laid = written_tests(entry.number).LAID_OVER
         neutral = teststep.neutral_of(entry.number)
         second = (
             f"{reference}\n{second_wheat(root, entry.number)}\n{contract}\n{neutral}\n{neutral}\n"
@@ -339,7 +341,7 @@ def laid_over_lines(
     return lines
 
 
-def check_build(entry: Entry, root: Path, hidden: Path, pool: RunnerPool) -> list[Line]:
+def check_build(entry: Entry, root: Path, builds: Path, pool: RunnerPool) -> list[Line]:
     exercise = root / entry.path
     solution = root / entry.solution if entry.solution else None
     if solution is None:
@@ -368,11 +370,11 @@ def check_build(entry: Entry, root: Path, hidden: Path, pool: RunnerPool) -> lis
         lines.append(structure(exercise, solution))
     except WorkbookError as exc:
         lines.append(Line("structure", False, str(exc)))
-    if not has_suite(entry.number, hidden):
-        lines.append(Line("suite", False, f"no hidden suite in {hidden}/build{entry.number}"))
+    if not has_suite(entry.number, builds):
+        lines.append(Line("suite", False, f"no hidden suite in {suite_dir(entry.number, builds)}"))
         return lines
     try:
-        suite = load_suite(entry.number, hidden)
+        suite = load_suite(entry.number, builds)
     except SuiteError as exc:
         lines.append(Line("suite", False, "does not load", str(exc).splitlines()))
         return lines
@@ -392,8 +394,8 @@ def check_build(entry: Entry, root: Path, hidden: Path, pool: RunnerPool) -> lis
     graded_as = reteach.as_graded(sources["solution"])
     lines.extend(mutant_lines(suite, graded_as, pool, entry.number, entry, twins))
     if len(twins) == len(suite.mutants):  # every bug killed: class grading's signatures
-        reteach.store(root, entry, hidden, twins)
-    lines.extend(contract_lines(entry.number, hidden, twins))
+        reteach.store(root, entry, builds, twins)
+    lines.extend(contract_lines(entry.number, builds, twins))
     lines.extend(laid_over_lines(entry, root, suite, sources["solution"], pool, twins))
     learner = learner_tests_line(entry, root, suite, pool)
     if learner is not None:
@@ -402,7 +404,7 @@ def check_build(entry: Entry, root: Path, hidden: Path, pool: RunnerPool) -> lis
 
 
 class PytestRun:
-    """``pytest tests/hidden/buildNN ... --submission solutions`` for the given builds, started
+    """``pytest builds/buildNN/hidden ... --submission solutions`` for the given builds, started
     at once in a process of its own; `lines` waits for it and says, per build, whether every
     graded test passed there."""
 
@@ -411,7 +413,7 @@ class PytestRun:
         self.folder = Path(tempfile.mkdtemp(prefix="rit-validity-"))
         self.report = self.folder / "report.xml"
         self.started = time.perf_counter()
-        suites = [str(root / "tests" / "hidden" / f"build{e.number}") for e in self.entries]
+        suites = [str(root / "builds" / f"build{e.number}" / "hidden") for e in self.entries]
         solutions = ["--submission", str(root / "solutions"), f"--junitxml={self.report}"]
         self.process = subprocess.Popen(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites, *solutions],
@@ -426,7 +428,8 @@ class PytestRun:
         outcomes: dict[tuple[str, str], bool] = {}
         try:
             for case in ElementTree.parse(self.report).iter("testcase"):
-                build = case.get("classname", "").split(".")[-2].removeprefix("build")
+                # builds.build03.hidden.test_ids -> 03
+                build = case.get("classname", "").split(".")[1].removeprefix("build")
                 failed = any(c.tag in ("failure", "error", "skipped") for c in case)
                 outcomes[(build, case.get("name", "").removeprefix("test_"))] = not failed
         except (OSError, ElementTree.ParseError, IndexError):
@@ -475,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     root = (args.root or repo_root()).resolve()
     manifest = load_manifest(root / "workbook.toml")
-    hidden = root / "tests" / "hidden"
+    builds = root / "builds"
     entries = [
         e
         for e in manifest.graded
@@ -487,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         print("validity: no graded notebook is on disk yet; nothing to check.")
         return 0
     judged = [e for e in entries if e.solution and (root / e.solution).exists()]
-    through_pytest = PytestRun(root, [e for e in judged if has_suite(e.number, hidden)])
+    through_pytest = PytestRun(root, [e for e in judged if has_suite(e.number, builds)])
     with RunnerPool(args.workers) as pool:
         isolation = pool.isolation()
         print("Validity of the graded builds")
@@ -495,12 +498,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  processes: {isolation.pids_text}\n  network:   {isolation.network_text}\n")
         failures = 0
         for entry in entries:
-            lines = check_build(entry, root, hidden, pool)
+            lines = check_build(entry, root, builds, pool)
             print(build_table(entry, lines) + "\n", flush=True)
             failures += sum(not line.ok for line in lines)
     pytest_lines = list(through_pytest.lines().values())
     if pytest_lines:
-        print("The solutions through pytest: pytest tests/hidden/buildNN --submission solutions")
+        print("The solutions through pytest: pytest builds/buildNN/hidden --submission solutions")
         print(build_table(None, pytest_lines).split("\n", 1)[1] + "\n")
         failures += sum(not line.ok for line in pytest_lines)
     seconds = time.perf_counter() - start

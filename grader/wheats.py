@@ -3,7 +3,7 @@
 Each ``[[notebook.learner_test]]`` of the manifest names a test the learner writes in a cell
 tagged ``test``, and the bugs it must catch (``catches``; one of them its *gate*, the "remove
 the key" bug of its seam), each defined once as a bug laid over the seam's public interface
-(`workbook.layover`, the build's ``workbook.buildchecks.buildNN_tests``): the self-check lays
+(`workbook.layover`, the build's ``builds/buildNN/visible/written_tests.py``): the self-check lays
 the same definitions over the learner's code. Its grade, decided here in the parent:
 
 1. not written (no ``def`` of that name in the test cells, or it raises NotImplementedError
@@ -132,9 +132,9 @@ class _Unassert(ast.NodeTransformer):
 @cache
 def second_wheat(root: Path, build: str) -> str:
     """A second correct implementation of the build's tested seams, written differently
-    (``tests/hidden/wheats/NN.py``, never shipped): appended after the reference's export, it
+    (``builds/buildNN/hidden/wheat.py``, never shipped): appended after the reference's export, it
     redefines them, so a test that pins the reference's code rather than its behaviour fails."""
-    return (root / "tests" / "hidden" / "wheats" / f"{build}.py").read_text(encoding="utf-8")
+    return (root / "builds" / f"build{build}" / "hidden" / "wheat.py").read_text(encoding="utf-8")
 
 
 @cache

@@ -2,7 +2,7 @@
 
 A build's visible checks are written once, as functions of the learner's namespace, and
 serve twice: the notebook's self-check cells run them in the kernel (`selfcheck`), and the
-visible pytest suite wraps them (`tests/visible`). Async checks run on virtual time. What a
+visible pytest suite wraps them (`builds/*/visible`). Async checks run on virtual time. What a
 failure says is written in the one feedback vocabulary (`workbook.feedback`), so it reads as
 the grader's feedback does.
 """

@@ -21,7 +21,6 @@ tests give the same report on every run.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import io
 import json
@@ -40,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workbook import fixedhypothesis, vtime
+from workbook.buildfolder import answer_checks
 from workbook.feedback import cut
 from workbook.layover import RUN_SECONDS, LaidOver, defined_names, same_behaviour, wrap_seams
 from workbook.modules import execute, fresh_module, registered
@@ -132,7 +132,7 @@ def _visible_checks_catch(judge: dict[str, Any], sources: Sources, answers: list
     load, is caught."""
     from workbook.checks import Checks  # the checks import the build's fixtures: only here
 
-    checks: Checks = importlib.import_module(f"workbook.buildchecks.build{judge['build']}").CHECKS
+    checks: Checks = answer_checks(judge["build"])
     signal.setitimer(signal.ITIMER_REAL, float(judge.get("seconds", CHECK_SECONDS)))
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

@@ -1,17 +1,19 @@
-"""The manifest, `workbook.toml`: the arc's order, each notebook's kind and title, and each
-graded test's points and hint (rustlings' `info.toml`, for notebooks).
+"""The manifest, `workbook.toml`: the arc's order, each notebook's kind and title; and each
+build's ``builds/buildNN/build.toml``: its graded tests' points and hints (rustlings'
+`info.toml`, for notebooks, with each exercise's tables in its own folder).
 
 Reading it twice gives equal objects; nothing here touches the notebooks themselves.
 """
 
 from __future__ import annotations
 
+import shutil
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from workbook.errors import ManifestError, WorkbookError
 from workbook.fixedhypothesis import DEFAULT_EXAMPLES
@@ -136,16 +138,73 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
-@cache
-def load_manifest(path: Path | None = None) -> Manifest:
-    """Parse `workbook.toml`. Raises `ManifestError` with the file and the offending entry."""
-    path = path or repo_root() / "workbook.toml"
+def build_toml(root: Path, number: str) -> Path:
+    """Where build `number` keeps its tables: ``builds/buildNN/build.toml`` beside the manifest."""
+    return root / "builds" / f"build{number}" / "build.toml"
+
+
+def manifest_files(root: Path) -> list[Path]:
+    """Every file the manifest is read from: ``workbook.toml`` and each build's ``build.toml``
+    (what to copy, with the same layout, for a manifest of one's own)."""
+    return [root / "workbook.toml", *sorted((root / "builds").glob("build*/build.toml"))]
+
+
+def copy_manifest(root: Path, to: Path) -> Path:
+    """Copy `root`'s `manifest_files` into `to`, laid out the same; returns the copy's
+    ``workbook.toml``. Copying twice leaves the same files."""
+    for path in manifest_files(root):
+        (to / path.relative_to(root)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, to / path.relative_to(root))
+    return to / "workbook.toml"
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ManifestError(f"{path}: no manifest here") from None
+        raise ManifestError(f"{path}: not there") from None
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: not valid TOML: {exc}") from None
+
+
+def build_tables(root: Path, number: str) -> dict[str, Any]:
+    """The tables of build `number`'s ``build.toml`` (``test``, ``learner_test``,
+    ``left_to_graders``); raises `ManifestError` when the file is missing or not TOML."""
+    return _read(build_toml(root, number))
+
+
+def _tests(raw: dict[str, Any]) -> tuple[tuple[TestSpec, ...], tuple[LearnerTestSpec, ...]]:
+    tests = tuple(
+        TestSpec(
+            name=t["name"],
+            points=int(t["points"]),
+            hint=t["hint"],
+            visible=bool(t.get("visible", False)),
+        )
+        for t in raw.get("test", [])
+    )
+    learner_tests = tuple(
+        LearnerTestSpec(
+            name=t["name"],
+            points=int(t["points"]),
+            hint=t["hint"],
+            catches=tuple(t["catches"]),
+            gate=t["gate"],
+            max_examples=int(t.get("max_examples", DEFAULT_EXAMPLES)),
+        )
+        for t in raw.get("learner_test", [])
+    )
+    return tests, learner_tests
+
+
+@cache
+def load_manifest(path: Path | None = None) -> Manifest:
+    """Parse `workbook.toml` and, for each build or quiz, its ``builds/buildNN/build.toml``.
+    Raises `ManifestError` with the file and the offending entry."""
+    path = path or repo_root() / "workbook.toml"
+    if not path.exists():
+        raise ManifestError(f"{path}: no manifest here")
+    data = _read(path)
     entries = []
     numbers = set()
     for i, raw in enumerate(data.get("notebook", []), start=1):
@@ -154,28 +213,13 @@ def load_manifest(path: Path | None = None) -> Manifest:
             kind = raw["kind"]
             if kind not in KINDS:
                 raise ManifestError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
-            tests = tuple(
-                TestSpec(
-                    name=t["name"],
-                    points=int(t["points"]),
-                    hint=t["hint"],
-                    visible=bool(t.get("visible", False)),
-                )
-                for t in raw.get("test", [])
-            )
-            learner_tests = tuple(
-                LearnerTestSpec(
-                    name=t["name"],
-                    points=int(t["points"]),
-                    hint=t["hint"],
-                    catches=tuple(t["catches"]),
-                    gate=t["gate"],
-                    max_examples=int(t.get("max_examples", DEFAULT_EXAMPLES)),
-                )
-                for t in raw.get("learner_test", [])
-            )
+            number = str(raw["number"])
+            if kind != "concept":
+                where = f"{build_toml(path.parent, number).relative_to(path.parent)}"
+            tables = build_tables(path.parent, number) if kind != "concept" else {}
+            tests, learner_tests = _tests(tables)
             entry = Entry(
-                number=str(raw["number"]),
+                number=number,
                 kind=kind,
                 title=raw["title"],
                 path=raw["path"],

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import importlib.util
 import io
 import json
 import os
@@ -32,7 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from workbook import teststep
+from workbook import buildfolder, teststep
 from workbook.checks import CheckResult
 from workbook.errors import WorkbookError
 from workbook.export import EXPORTED_TAGS, cell_source, cell_tags, load, read_notebook
@@ -120,8 +119,7 @@ def tracked_builds(manifest: Manifest) -> list[Entry]:
         e
         for e in manifest.entries
         if e.kind in ("build", "quiz")
-        if (manifest.root / e.path).exists()
-        and importlib.util.find_spec(f"workbook.buildchecks.build{e.number}") is not None
+        if (manifest.root / e.path).exists() and buildfolder.has_answer_checks(e.number)
     ]
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
-import importlib
 import io
 import itertools
 import os
@@ -27,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbook import teststep
+from workbook import buildfolder, teststep
 from workbook.checks import CheckResult, Checks, namespace
 from workbook.errors import WorkbookError
 from workbook.export import Cell, cell_source, cell_tags, exported_cells, read_notebook
@@ -42,10 +41,8 @@ _fresh = itertools.count(1)
 
 
 def checks_for(build: str) -> Checks:
-    """The visible checks of a build (``workbook.buildchecks.buildNN``)."""
-    module = importlib.import_module(f"workbook.buildchecks.build{build}")
-    checks: Checks = module.CHECKS
-    return checks
+    """The visible checks of a build (``builds/buildNN/visible/answer_checks.py``)."""
+    return buildfolder.answer_checks(build)
 
 
 def hints_for(build: str) -> dict[str, str]:

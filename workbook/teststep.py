@@ -10,13 +10,11 @@ Running it again rebuilds everything and gives the same report (Hypothesis runs 
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import types
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from workbook.buildfolder import answer_checks, has_written_tests, written_tests
 from workbook.checks import CheckResult, Checks
 from workbook.export import cell_source, cell_tags, read_notebook
 from workbook.fixedhypothesis import DEFAULT_EXAMPLES
@@ -39,24 +37,9 @@ def is_test_step(names_or_steps: Sequence[str]) -> bool:
     return bool(names_or_steps) and all(n.startswith("test_") for n in names_or_steps)
 
 
-def _buildchecks(build: str) -> types.ModuleType:
-    return importlib.import_module(f"workbook.buildchecks.build{build}")
-
-
-def learner_side(build: str) -> types.ModuleType:
-    """Where `build` keeps its test-writing steps: ``workbook.buildchecks.buildNN_tests``
-    (``LEARNER_TESTS``, ``LAID_OVER``, ``CONTRACT_VARIANTS``)."""
-    return importlib.import_module(f"workbook.buildchecks.build{build}_tests")
-
-
-def has_test_steps(build: str) -> bool:
-    """Whether `build` asks the learner to write tests."""
-    return importlib.util.find_spec(f"workbook.buildchecks.build{build}_tests") is not None
-
-
 def seams_of(build: str, name: str) -> tuple[str, ...]:
     """The seams test `name` of `build` tests (its ``LEARNER_TESTS`` entry)."""
-    tests: dict[str, tuple[str, ...]] = learner_side(build).LEARNER_TESTS
+    tests: dict[str, tuple[str, ...]] = written_tests(build).LEARNER_TESTS
     if name not in tests:
         raise KeyError(f"no test-writing step named {name} in build {build}")
     return tests[name]
@@ -72,19 +55,19 @@ def spec_of(build: str, name: str) -> LearnerTestSpec:
 
 def bugs_of(build: str, name: str) -> list[LaidOver]:
     """The laid-over bugs test `name` must catch, in its ``catches`` order."""
-    laid: dict[str, LaidOver] = learner_side(build).LAID_OVER
+    laid: dict[str, LaidOver] = written_tests(build).LAID_OVER
     return [laid[bug] for bug in spec_of(build, name).catches]
 
 
 def contract_of(build: str, name: str) -> list[LaidOver]:
     """What the contract of test `name`'s seams leaves free, laid over its second wheat."""
-    variants: dict[str, tuple[LaidOver, ...]] = learner_side(build).CONTRACT_VARIANTS
+    variants: dict[str, tuple[LaidOver, ...]] = written_tests(build).CONTRACT_VARIANTS
     return [v for seam in seams_of(build, name) for v in variants.get(seam, ())]
 
 
 def neutral_of(build: str) -> str:
     """The build's neutral layers (``NEUTRAL``): laid over every wheat, under every bug."""
-    layers: tuple[LaidOver, ...] = getattr(learner_side(build), "NEUTRAL", ())
+    layers: tuple[LaidOver, ...] = getattr(written_tests(build), "NEUTRAL", ())
     return "\n".join(layer.source for layer in layers)
 
 
@@ -98,7 +81,7 @@ def gate(checks: Checks, seams: Sequence[str]) -> list[str]:
 
 def gate_steps(build: str, names: Sequence[str]) -> list[str]:
     """Every step gating the test-writing steps `names` of `build`."""
-    checks: Checks = _buildchecks(build).CHECKS
+    checks: Checks = answer_checks(build)
     return list(dict.fromkeys(s for n in names for s in gate(checks, seams_of(build, n))))
 
 
@@ -126,7 +109,7 @@ def run_step(build: str, name: str, sources: Sources, *, advice: bool = True) ->
     """Test `name` on the learner's code and its second wheat, with each bug laid over; with
     `advice`, generic mutants of the lines it ran too."""
     seams = seams_of(build, name)
-    caps: dict[str, int] = getattr(learner_side(build), "MAX_MUTANTS_OF", {})
+    caps: dict[str, int] = getattr(written_tests(build), "MAX_MUTANTS_OF", {})
     (report,) = check(
         sources,
         [name],
@@ -136,7 +119,7 @@ def run_step(build: str, name: str, sources: Sources, *, advice: bool = True) ->
         neutral=neutral_of(build),
         max_examples=max_examples(build, name),
         max_mutants=caps.get(name, MAX_MUTANTS),
-        judge=(build, gate(_buildchecks(build).CHECKS, seams)),
+        judge=(build, gate(answer_checks(build), seams)),
         advice=advice,
     )
     return report
@@ -259,9 +242,9 @@ def results(build: str, sources: Sources, checked: Sequence[CheckResult]) -> lis
     """Each test-writing step of `build` as one more check (`result`), in manifest order; a
     step whose seams' visible checks (in `checked`) do not all pass yet is not tried. Steps
     run side by side (each is a process of its own)."""
-    if not has_test_steps(build):
+    if not has_written_tests(build):
         return []
-    checks: Checks = _buildchecks(build).CHECKS
+    checks: Checks = answer_checks(build)
 
     def one(spec: LearnerTestSpec) -> CheckResult:
         steps = gate(checks, seams_of(build, spec.name))

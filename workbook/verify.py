@@ -1,7 +1,7 @@
 """`make check` in the learner copy: the learner's own work, one verdict per build, then a run.
 
 First one line per build, read from the *saved* notebooks through the export path, with the
-visible checks (the same checks `tests/visible` wraps): ``03  done``, ``03  not started`` or
+visible checks (the same checks `builds/*/visible` wraps): ``03  done``, ``03  not started`` or
 ``03  failing: <first failing check>``, and for each failing build what to do next. Then every
 build notebook the learner has started runs top to bottom in a fresh kernel (nbval lax's rule:
 an error fails, outputs are not compared), two at a time; a failure names the cell as

@@ -17,7 +17,6 @@ can read exactly that copy) whose other steps hold the solution's answers; the c
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -26,10 +25,11 @@ from pathlib import Path
 from tests.browser.actions import run_cell, save, set_source
 from tests.browser.harness import ROOT, WORK, OpenNotebook
 from tests.browser.test_build_03 import NAME, TRACEBACK, Report, parse_report
+from workbook.manifest import copy_manifest
 
 LEARNER = WORK / "learner"
 NOTEBOOK = LEARNER / "exercises" / NAME
-#: The visible checks that catch the two bugs (workbook/buildchecks/build03.py).
+#: The visible checks that catch the two bugs (builds/build03/visible/answer_checks.py).
 SINK_CHECK = "failed_write_is_retried_in_full"
 RETRY_CHECK = "attempts_run_out_after_n_minus_1_waits"
 
@@ -105,7 +105,7 @@ def prepared() -> Path:
         ):
             mine["source"] = theirs["source"]
     NOTEBOOK.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(ROOT / "workbook.toml", LEARNER / "workbook.toml")
+    copy_manifest(ROOT, LEARNER)
     NOTEBOOK.write_text(json.dumps(exercise, indent=1, ensure_ascii=False) + "\n", "utf-8")
     return NOTEBOOK
 

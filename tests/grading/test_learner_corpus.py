@@ -10,7 +10,6 @@ grade. Every change detector earns 0 on both sides because it fails a wheat.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -25,7 +24,7 @@ from tests.grading.learner_corpus import CASES, REPLAY, Case
 from workbook import teststep
 from workbook.export import TESTS_PREAMBLE
 from workbook.learnertests import Sources
-from workbook.manifest import load_manifest, repo_root
+from workbook.manifest import copy_manifest, load_manifest, repo_root
 from workbook.progress import build_report
 
 ROOT = repo_root()
@@ -92,7 +91,7 @@ def test_make_progress_and_the_learners_make_check_say_what_the_self_check_says(
     progress` (and the learner's `make check`, which prints the same verdict) counts the test
     done exactly when the self-check and the grader give it full points."""
     case = next(c for c in CASES if c.test == REPLAY and c.label == label)
-    shutil.copy(ROOT / "workbook.toml", tmp_path / "workbook.toml")
+    copy_manifest(ROOT, tmp_path)
     notebook = json.loads((ROOT / "solutions" / NOTEBOOK).read_text(encoding="utf-8"))
     for cell in notebook["cells"]:
         if f"def {REPLAY}" in "".join(cell["source"]) and "test" in cell["metadata"]["tags"]:

@@ -156,7 +156,7 @@ def test_a_blocking_sleep_in_with_retry_is_named_as_one() -> None:
     """Build 03's solution with `with_retry` waiting with time.sleep fails every retry check,
     each saying it waited for real; the Next line names the blocking sleep, not the first
     check's own hint (re-raising a permanent error)."""
-    known = tomllib.loads((ROOT / "tests/hidden/build03/mutants.toml").read_text("utf-8"))
+    known = tomllib.loads((ROOT / "builds/build03/hidden/mutants.toml").read_text("utf-8"))
     bug = next(m for m in known["mutant"] if m["name"] == "time_sleep_instead_of_asyncio_sleep")
     (edit,) = bug["edit"]
     source = export_source(ROOT / "solutions" / "03_build_retry_and_sink.ipynb")

@@ -26,11 +26,11 @@ from typing import Any
 import httpx
 import pytest
 
+from builds.build07.visible.interrupts import nested
 from etl.server import IN_PROCESS_BASE_URL, LAUNCHES_PATH, Fault, FixtureApp, http_date
 from grader.suitemutants import CellMutant, generate
 from grader.suites import Equivalent, load_suite
 from workbook import vtime
-from workbook.buildchecks.build07_interrupts import nested
 from workbook.export import export_source, run_exported
 from workbook.manifest import load_manifest
 from workbook.modules import fresh_module, registered

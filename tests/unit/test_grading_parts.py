@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import etl
+from builds.build07.hidden.probes import item_text
 from grader import Limits, Mutant, SuiteError
 from grader.judging import (
     JSON,
@@ -39,7 +40,6 @@ from grader.results import Outcome, ProbeRecord
 from grader.stream import MAX_DEPTH, ResultStream
 from grader.suites import Edit, load_mutants
 from grader.validity import structure
-from tests.hidden.build07.probes import item_text
 from workbook.modules import execute, fresh_module
 
 # ── mutants ────────────────────────────────────────────────────────────────────────────

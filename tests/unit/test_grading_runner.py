@@ -86,11 +86,11 @@ ENTRY = Entry(
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
-    hidden = tmp_path_factory.mktemp("hidden")
-    folder = hidden / "build99"
-    folder.mkdir()
+    hidden = tmp_path_factory.mktemp("builds")
+    folder = hidden / "build99" / "hidden"
+    folder.mkdir(parents=True)
     (folder / "probes.py").write_text(PROBES)
-    (folder / "judges.py").write_text(JUDGES)
+    (folder / "test_judges.py").write_text(JUDGES)
     return load_suite("99", hidden)
 
 

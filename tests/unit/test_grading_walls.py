@@ -130,11 +130,11 @@ def shared_memory(create):
 
 @pytest.fixture(scope="module")
 def hidden(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("hidden")
+    folder = tmp_path_factory.mktemp("builds")
     for build in ("98", "90"):
-        (folder / f"build{build}").mkdir()
-        (folder / f"build{build}" / "probes.py").write_text(PROBES)
-        (folder / f"build{build}" / "judges.py").write_text(JUDGES)
+        (folder / f"build{build}" / "hidden").mkdir(parents=True)
+        (folder / f"build{build}" / "hidden" / "probes.py").write_text(PROBES)
+        (folder / f"build{build}" / "hidden" / "test_judges.py").write_text(JUDGES)
     return folder
 
 
@@ -201,7 +201,9 @@ def test_a_worker_sees_the_allowlist_and_nothing_else(
             places={
                 "repository": str(ROOT),
                 "grader": str(ROOT / "grader"),
-                "hidden": str(ROOT / "tests" / "hidden"),
+                "builds": str(ROOT / "builds"),
+                "build 03": str(ROOT / "builds" / "build03"),
+                "hidden": str(ROOT / "builds" / "build03" / "hidden"),
                 "solutions": str(ROOT / "solutions"),
                 "git": str(ROOT / ".git"),
                 "outputs": str(outputs),
@@ -213,14 +215,20 @@ def test_a_worker_sees_the_allowlist_and_nothing_else(
                 "tmp": "/tmp",
                 "root": "/",
             },
-            files={"host tmp": str(host_tmp), "seams file": str(ROOT / "tests/hidden/seams/03.py")},
+            files={
+                "host tmp": str(host_tmp),
+                "seams file": str(ROOT / "builds/build03/hidden/seams.py"),
+            },
         )
     finally:
         host_tmp.unlink()
     # The repository shows only what the child runs on: the packages, the child runtime, the venv.
-    assert set(seen["repository"]) <= {".venv", "etl", "workbook", "grader"}, seen
-    assert {"etl", "workbook", "grader"} <= set(seen["repository"])
+    assert set(seen["repository"]) <= {".venv", "etl", "workbook", "grader", "builds"}, seen
+    assert {"etl", "workbook", "grader", "builds"} <= set(seen["repository"])
     assert set(seen["grader"]) == {"__init__.py", "child", "observe.py", "protocol.py"}
+    # Of the build folders, the visible half only: no hidden/, no pytest plugin, no README.
+    assert set(seen["builds"]) == {"__init__.py", "build03", "build05", "build07", "build08"}
+    assert set(seen["build 03"]) == {"__init__.py", "build.toml", "visible"}
     for secret in ("hidden", "solutions", "git", "outputs", "another clone", "class", "suite"):
         assert seen[secret] == "FileNotFoundError", (secret, seen[secret])
     assert seen["run lock"] == "FileNotFoundError"

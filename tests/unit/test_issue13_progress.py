@@ -19,7 +19,7 @@ from typing import Any
 
 from tests.conftest import ROOT
 from workbook import progress
-from workbook.manifest import Manifest, load_manifest
+from workbook.manifest import Manifest, copy_manifest, load_manifest
 
 NB03 = "03_build_retry_and_sink.ipynb"
 NB05 = "05_build_paginated_source.ipynb"
@@ -28,7 +28,7 @@ NB05 = "05_build_paginated_source.ipynb"
 def learner_repo(tmp_path: Path, **sources: str) -> Manifest:
     """A repo whose exercises/ holds each build notebook from `sources` (``n03="solutions"``),
     the stubs otherwise."""
-    shutil.copy(ROOT / "workbook.toml", tmp_path / "workbook.toml")
+    copy_manifest(ROOT, tmp_path)
     (tmp_path / "exercises").mkdir()
     for notebook in sorted((ROOT / "exercises").glob("0*.ipynb")):
         folder = sources.get(f"n{notebook.name[:2]}", "exercises")
@@ -109,7 +109,7 @@ def test_a_repeat_imports_no_check_and_no_pytest(tmp_path: Path) -> None:
     script = (
         "import sys\nfrom pathlib import Path\nfrom workbook.manifest import load_manifest\n"
         "from workbook.progress import main\nmain(load_manifest(Path(sys.argv[1])))\n"
-        "heavy = [m for m in ('pytest', 'httpx', 'workbook.buildchecks.build05') if m in"
+        "heavy = [m for m in ('pytest', 'httpx', 'builds.build05.visible.answer_checks') if m in"
         " sys.modules]\nprint('imported:', heavy)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -124,7 +124,7 @@ def test_a_repeat_imports_no_check_and_no_pytest(tmp_path: Path) -> None:
         ).stdout
         for _ in range(2)
     ]
-    assert "'workbook.buildchecks.build05'" in runs[0]
+    assert "'builds.build05.visible.answer_checks'" in runs[0]
     assert runs[1].endswith("imported: []\n")
     assert runs[0].split("imported:")[0] == runs[1].split("imported:")[0]
 

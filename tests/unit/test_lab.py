@@ -39,7 +39,7 @@ from workbook.lab import (
     server_config,
     write_server_config,
 )
-from workbook.manifest import Entry, Manifest, load_manifest
+from workbook.manifest import Entry, Manifest, copy_manifest, load_manifest
 
 
 def test_serves_the_repo_root_and_opens_the_notebook(root: Path) -> None:
@@ -92,7 +92,7 @@ def test_the_url_opens_the_notebook_with_the_token() -> None:
 def arc_copy(tmp_path: Path, root: Path, solved: tuple[str, ...] = ()) -> Path:
     """The manifest and the arc's notebooks, with the builds in `solved` replaced by their
     solutions (saved, as `make progress` reads them)."""
-    shutil.copy(root / "workbook.toml", tmp_path / "workbook.toml")
+    copy_manifest(root, tmp_path)
     for folder in ("notebooks", "exercises"):
         (tmp_path / folder).mkdir()
         for notebook in (root / folder).glob("*.ipynb"):

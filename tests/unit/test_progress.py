@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import ROOT
 from workbook import progress
-from workbook.manifest import load_manifest
+from workbook.manifest import copy_manifest, load_manifest
 from workbook.selfcheck import checks_for
 
 NOTEBOOK = "03_build_retry_and_sink.ipynb"
@@ -27,7 +27,7 @@ def report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str, edit: Edit | None = None
 ) -> str:
     """Progress for a repo whose exercise notebook is `source` (with `edit` on answer cells)."""
-    shutil.copy(ROOT / "workbook.toml", tmp_path / "workbook.toml")
+    copy_manifest(ROOT, tmp_path)
     nb = json.loads((ROOT / source / NOTEBOOK).read_text(encoding="utf-8"))
     for cell in nb["cells"]:
         if edit and "answer" in cell["metadata"].get("tags", []):
@@ -110,7 +110,7 @@ def test_a_helper_left_in_an_untagged_cell_is_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The kernel has it, the export does not: progress says which cell to tag."""
-    shutil.copy(ROOT / "workbook.toml", tmp_path / "workbook.toml")
+    copy_manifest(ROOT, tmp_path)
     nb = json.loads((ROOT / "solutions" / NOTEBOOK).read_text(encoding="utf-8"))
     step = next(i for i, c in enumerate(nb["cells"]) if "def fnv1a_64" in "".join(c["source"]))
     nb["cells"][step]["source"] = "def fnv1a_64(data: bytes) -> str:\n    return digest(data)\n"
@@ -139,7 +139,7 @@ def test_a_helper_left_in_an_untagged_cell_is_named(
 
 
 def test_verdicts_say_done_not_started_or_the_first_failing_check(tmp_path: Path) -> None:
-    shutil.copy(ROOT / "workbook.toml", tmp_path / "workbook.toml")
+    copy_manifest(ROOT, tmp_path)
     (tmp_path / "exercises").mkdir()
     manifest = load_manifest(tmp_path / "workbook.toml")
     verdicts = []

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from grader import leakscan, release
+from grader.suites import judge_files
 from workbook.export import cell_source, cell_tags, read_notebook
 from workbook.manifest import load_manifest, repo_root
 
@@ -113,14 +114,18 @@ def fill_with_solutions(copy: Path) -> list[str]:
 def test_the_copy_holds_what_a_learner_needs_and_no_secret(learner_copy: Path) -> None:
     assert leakscan.leaks(learner_copy) == []
     shipped = {p.relative_to(learner_copy).as_posix() for p in learner_copy.rglob("*")}
-    assert not {"solutions", "tests/hidden", ".git"} & shipped
+    assert not {"solutions", "grader", "builds/conftest.py", "builds/README.md", ".git"} & shipped
     assert not [p for p in shipped if p.endswith("mutants.toml") or "/seams" in p]
+    assert not [p for p in shipped if "/hidden" in p], "a build's hidden/ folder shipped"
+    for entry in MANIFEST.graded:
+        folder = f"builds/build{entry.number}"
+        assert {f"{folder}/build.toml", f"{folder}/visible/answer_checks.py"} <= shipped
     for entry in MANIFEST.entries:
         if (ROOT / entry.path).exists():
             assert entry.path in shipped
             if entry.kind != "concept":
                 assert f"{release.PRISTINE}/{entry.path}" in shipped
-    assert {"tests/visible", "workbook/buildchecks", "etl/data", "Makefile", "README.md"} <= shipped
+    assert {"builds/__init__.py", "etl/data", "Makefile", "README.md"} <= shipped
     makefile = (learner_copy / "Makefile").read_text()
     for target in ("lab:", "check:", "progress:", "reset:"):
         assert f"\n{target}" in makefile
@@ -252,7 +257,7 @@ def test_the_scan_finds_secrets_in_every_disguise(tmp_path: Path) -> None:
     (fake / "workbook").mkdir(parents=True)
     (fake / "notebooks").mkdir()
     sink = _definition(_solution_source("03"), "IdempotentSink")
-    judges = (ROOT / "tests/hidden/build03/judges.py").read_text()
+    judges = "\n".join(p.read_text() for p in judge_files(ROOT / "builds/build03/hidden"))
     judge = next(
         ast.unparse(node)
         for node in ast.parse(judges).body
@@ -293,7 +298,7 @@ def test_the_scan_finds_secrets_in_every_disguise(tmp_path: Path) -> None:
     problems = "\n".join(leakscan.leaks(fake))
     for what, words in planted.items():
         assert words in problems, f"{what} not found in:\n{problems}"
-    assert "judges.py" in problems
+    assert "builds/build03/hidden/test_" in problems
     assert line[:40] in problems or repr(line[:60])[1:-1][:40] in problems, problems
 
 

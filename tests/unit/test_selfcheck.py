@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shutil
 import tomllib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 from tests.conftest import ROOT
 from workbook import progress
 from workbook.export import Cell, cell_source, cell_tags, exported_cells, read_notebook
-from workbook.manifest import load_manifest
+from workbook.manifest import copy_manifest, load_manifest
 from workbook.selfcheck import (
     cell_name,
     checks_for,
@@ -41,7 +40,7 @@ Step = Callable[[str, str | None], Awaitable[str]]
 
 def repo_with(tmp_path: Path, cells: list[dict[str, Any]]) -> Path:
     """A folder holding the manifest and exercises/03 with `cells`; the notebook's path."""
-    shutil.copy(ROOT / "workbook.toml", tmp_path / "workbook.toml")
+    copy_manifest(ROOT, tmp_path)
     nb = read_notebook(ROOT / "solutions" / NOTEBOOK)
     nb["cells"] = cells
     path = tmp_path / "exercises" / NOTEBOOK
@@ -57,7 +56,7 @@ def solution_cells() -> list[dict[str, Any]]:
 
 def mutant(name: str) -> tuple[str, str]:
     """(old, new) of build 03's known bug `name` (one edit)."""
-    data = tomllib.loads((ROOT / "tests/hidden/build03/mutants.toml").read_text("utf-8"))
+    data = tomllib.loads((ROOT / "builds/build03/hidden/mutants.toml").read_text("utf-8"))
     found = next(m for m in data["mutant"] if m["name"] == name)
     edit = found["edit"][0]
     return edit["old"], edit["new"]

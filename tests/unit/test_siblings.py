@@ -163,14 +163,14 @@ def test_reference_seams_of_03_have_the_solutions_code() -> None:
     """The copy kept with the hidden suites is the solution's export (comments and layout
     aside), so grading build 05 never runs on a stale build 03."""
     solution = ROOT / "solutions" / "03_build_retry_and_sink.ipynb"
-    seams = ROOT / "tests" / "hidden" / "seams" / "03.py"
+    seams = ROOT / "builds" / "build03" / "hidden" / "seams.py"
     if not solution.exists() or not seams.exists():
         pytest.skip("the instructor's copy only")
     same = ast.dump(ast.parse(seams.read_text())) == ast.dump(ast.parse(export_source(solution)))
     assert same, (
-        "tests/hidden/seams/03.py no longer has the code of solutions/03: refresh it with"
+        "builds/build03/hidden/seams.py no longer has the code of solutions/03: refresh it with"
         " python -m workbook export solutions/03_build_retry_and_sink.ipynb"
-        " -o tests/hidden/seams/03.py && ruff format tests/hidden/seams/03.py"
+        " -o builds/build03/hidden/seams.py && ruff format builds/build03/hidden/seams.py"
     )
 
 
@@ -190,7 +190,7 @@ def test_the_grader_grades_build_05_alone(tmp_path: Path) -> None:
         mine.build03.RetryPolicy()
     # Importing build 05's probes registers the reference once per process (the suite is
     # cached); tests before this one may have reset the registry, so register it here.
-    with siblings.reference_seams("03", ROOT / "tests" / "hidden" / "seams" / "03.py"):
+    with siblings.reference_seams("03", ROOT / "builds" / "build03" / "hidden" / "seams.py"):
         result = grade_notebook("05", tmp_path / "05_build_paginated_source.ipynb")
     assert (result.status, result.score) == ("graded", result.max_score), [
         (t.name, t.message) for t in result.tests if not t.passed

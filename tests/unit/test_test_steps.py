@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from workbook import teststep
+from workbook.buildfolder import answer_checks, written_tests
 from workbook.export import cell_source, cell_tags, exported_cells, read_notebook
 from workbook.selfcheck import build_module, last_runs, learner_test_reports
 
@@ -83,7 +84,7 @@ def test_it_waits_for_the_seams_own_checks() -> None:
 
 
 def test_steps_gates_and_sabotage_are_per_seam() -> None:
-    checks = teststep._buildchecks("03").CHECKS
+    checks = answer_checks("03")
     assert teststep.gate(checks, teststep.seams_of("03", REPLAY)) == ["sink"]
     assert teststep.gate(checks, ["with_retry"]) == ["with_retry"]
     names = [b.name for b in teststep.bugs_of("03", "test_honors_retry_after")]
@@ -136,11 +137,11 @@ def test_the_07_stubs_read_not_written_yet() -> None:
 
 
 def test_07_keeps_its_test_steps_beside_its_checks() -> None:
-    from workbook.buildchecks import build07_tests
+    from builds.build07.visible import written_tests as build07_tests
 
-    assert teststep.learner_side("07") is build07_tests
+    assert written_tests("07") is build07_tests
     assert teststep.seams_of("07", STATE_MACHINE) == ("ingest_page",)
-    assert teststep.gate(teststep._buildchecks("07").CHECKS, ("ingest_page",)) == ["ingest_page"]
+    assert teststep.gate(answer_checks("07"), ("ingest_page",)) == ["ingest_page"]
     every = [b.name for b in teststep.bugs_of("07", STATE_MACHINE)]
     assert every == [
         "cas_dropped",

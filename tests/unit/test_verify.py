@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from tests.conftest import ROOT, NotebookFactory
 from workbook import verify
 from workbook.export import cell_source, cell_tags, read_notebook
-from workbook.manifest import Manifest, load_manifest
+from workbook.manifest import Manifest, copy_manifest, load_manifest
 
 NOTEBOOK = "03_build_retry_and_sink.ipynb"
 
@@ -25,7 +24,7 @@ NOTEBOOK = "03_build_retry_and_sink.ipynb"
 def repo(tmp_path: Path, edit: str | None = None) -> Manifest:
     """A repository holding build 03 only, solved (with `edit` applied to its answers:
     ``"ValueError"`` raises ValueError where ParseError is due)."""
-    shutil.copy(ROOT / "workbook.toml", tmp_path / "workbook.toml")
+    copy_manifest(ROOT, tmp_path)
     nb = read_notebook(ROOT / "solutions" / NOTEBOOK)
     for cell in nb["cells"]:
         if edit and "answer" in cell_tags(cell):

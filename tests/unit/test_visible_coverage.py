@@ -64,11 +64,11 @@ def test_an_edit_that_does_not_apply_exactly_once_is_refused(sources: list[str],
 def test_a_survivor_is_named_and_fails_the_target(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    hidden = tmp_path / "hidden"
-    (hidden / "build03").mkdir(parents=True)
-    (hidden / "build03" / "mutants.toml").write_text(MUTANTS, encoding="utf-8")
+    hidden = tmp_path / "builds"
+    (hidden / "build03" / "hidden").mkdir(parents=True)
+    (hidden / "build03" / "hidden" / "mutants.toml").write_text(MUTANTS, encoding="utf-8")
 
-    result = coverage.measure_many(["03"], hidden=hidden, workers=1)[0]
+    result = coverage.measure_many(["03"], builds_dir=hidden, workers=1)[0]
 
     assert (result.caught, result.total, result.survivors) == (1, 2, ["comment_reworded"])
     assert not result.ok and not result.control
@@ -78,15 +78,15 @@ def test_a_survivor_is_named_and_fails_the_target(
     # The wrong answer made of two mutants of the real suite is left out: this suite has neither.
     assert listed == {"retries_transient_errors_forever"} and not result.listed_survivors
     assert "survives: comment_reworded: a comment changes, nothing else" in result.details()
-    assert coverage.main(["03", "--hidden", str(hidden), "--workers", "1"]) == 1
+    assert coverage.main(["03", "--builds-dir", str(hidden), "--workers", "1"]) == 1
     out = capsys.readouterr().out
     assert "1 of 2 known bugs caught" in out and "coverage FAILED for build(s) 03" in out
 
 
 def test_a_bug_left_to_the_graders_says_why(tmp_path: Path) -> None:
-    (tmp_path / "workbook.toml").write_text(
-        '[[notebook]]\nnumber = "03"\n'
-        '[[notebook.left_to_graders]]\nname = "comment_reworded"\nwhy = "nothing to see"\n',
+    (tmp_path / "builds" / "build03").mkdir(parents=True)
+    (tmp_path / "builds" / "build03" / "build.toml").write_text(
+        '[[left_to_graders]]\nname = "comment_reworded"\nwhy = "nothing to see"\n',
         encoding="utf-8",
     )
     left = coverage.left_to_graders("03", tmp_path)
@@ -132,8 +132,8 @@ def test_every_seam_needs_a_clause_and_every_clause_a_bug_both_sides_catch(
 
 
 def test_a_contract_table_is_read_strictly(tmp_path: Path) -> None:
-    folder = tmp_path / "build03"
-    folder.mkdir()
+    folder = tmp_path / "build03" / "hidden"
+    folder.mkdir(parents=True)
     assert coverage.load_contract("03", tmp_path) == ()
     clause = '[[clause]]\nseam = "f"\nname = "n"\nsays = "s"\ncites = "c"\nbugs = ["b"]\n'
     (folder / "contract.toml").write_text(clause, encoding="utf-8")

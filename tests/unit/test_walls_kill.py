@@ -39,14 +39,14 @@ GRADER = textwrap.dedent(
     from workbook.manifest import Entry, TestSpec
 
     hidden = Path(sys.argv[1])
-    (hidden / "build97").mkdir()
-    (hidden / "build97" / "probes.py").write_text(
+    (hidden / "build97" / "hidden").mkdir(parents=True)
+    (hidden / "build97" / "hidden" / "probes.py").write_text(
         "from grader.observe import Probes, attempt, need\\n"
         "PROBES = Probes()\\n"
         "PROBES.add('hang')(lambda ns: attempt(need(ns, 'hang')))\\n"
     )
     judges = "from grader.judging import Judges\\nJUDGES = Judges()\\n"
-    (hidden / "build97" / "judges.py").write_text(judges)
+    (hidden / "build97" / "hidden" / "test_judges.py").write_text(judges)
     suite = load_suite("97", hidden)
     source = (
         "import os, signal\\n"

@@ -1,0 +1,1 @@
+"""Build 03's checks a learner sees and runs (the self-check cells, `make progress`, pytest)."""

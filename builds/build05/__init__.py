@@ -1,0 +1,1 @@
+"""Build 05: a paginated source. `visible/` ships to learners; `hidden/` never does."""

@@ -1,0 +1,1 @@
+"""Build 07: Capstone: a replay-safe batch. `visible/` ships to learners; `hidden/` never does."""

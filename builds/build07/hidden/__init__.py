@@ -1,0 +1,1 @@
+"""Build 07's hidden suite: probes (walled in), judges (in the grader), known bugs."""

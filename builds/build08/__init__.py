@@ -1,0 +1,1 @@
+"""Build 08: Concept check. `visible/` ships to learners; `hidden/` never does."""

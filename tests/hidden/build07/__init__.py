@@ -1,1 +1,0 @@
-"""Build 07's hidden suite: probes.py (in the child), judges.py (here), mutants.toml."""

@@ -1,8 +1,0 @@
-"""Build 03's visible tests: ``test_<name>`` for each check the notebook's self-check cells run.
-
-How they are made, and which copy of the notebook they read: `tests/visible/suite.py`.
-"""
-
-from tests.visible.suite import visible_tests
-
-globals().update(visible_tests("03"))

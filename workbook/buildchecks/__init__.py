@@ -1,1 +1,0 @@
-"""Visible checks, one module per build (``buildNN``), each exposing ``CHECKS``."""
