@@ -75,3 +75,7 @@ mutate: $(STAMP) ## Mutation-test the hidden suites: grade every generic mutant 
 autograder: $(STAMP) ## Write the Gradescope bundle OUT=autograder/autograder.zip (BUILD=03, FEEDBACK=full)
 	@$(PY) -m grader.gradescope bundle --out "$(if $(filter command line,$(origin OUT)),$(OUT),autograder)" \
 	  $(if $(BUILD),--build "$(BUILD)") $(if $(FEEDBACK),--feedback "$(FEEDBACK)")
+
+.PHONY: bench
+bench: $(STAMP) ## Time class grading on a generated class of 100 learners (LEARNERS=20 for fewer)
+	@$(PY) -m grader.bench $(if $(LEARNERS),--learners "$(LEARNERS)")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from grader.cache import grader_digest, replace_file
 from grader.grades import LearnerGrade
+from grader.known_bugs import mutant_lines
 from grader.pool import RunnerPool
 from grader.protocol import WallsMode
 from grader.results import Outcome, SubmissionResult
@@ -109,7 +110,6 @@ def signatures(entry: Entry, root: Path, builds: Path, pool: RunnerPool | None) 
     if kept is None:
         if pool is None or entry.solution is None:
             return []
-        from grader.validity import mutant_lines  # validity imports this module
 
         suite = load_suite(entry.number, builds)
         source = as_graded(export_source(root / entry.solution))

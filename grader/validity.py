@@ -29,7 +29,6 @@ import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import (
@@ -43,6 +42,7 @@ from grader import (
     suitemutants,
 )
 from grader.coverage import load_contract
+from grader.known_bugs import Line, mutant_lines
 from grader.pool import RunnerPool
 from grader.results import TestResult
 from grader.suites import suite_dir
@@ -59,16 +59,6 @@ from workbook.export import cell_source, cell_tags, export_source, read_notebook
 from workbook.manifest import Entry, load_manifest, repo_root
 
 MARK = {True: "✓", False: "✗"}
-
-
-@dataclass
-class Line:
-    """One row of the table: a claim, whether it holds, and what backs it up."""
-
-    name: str
-    ok: bool
-    summary: str
-    details: list[str] = field(default_factory=list)
 
 
 def structure(exercise: Path, solution: Path) -> Line:
@@ -150,52 +140,6 @@ def stub_line(result: SubmissionResult) -> Line:
     if earned:
         return Line("stub", False, summary + ": the stubs must earn nothing", earned)
     return Line("stub", True, summary + ", every graded test at zero")
-
-
-def mutant_lines(
-    suite: Suite,
-    source: str,
-    pool: RunnerPool,
-    build: str,
-    entry: Entry,
-    failures: dict[str, set[str]] | None = None,
-) -> list[Line]:
-    """One line per known bug (killed, or by whom not); `failures` receives, by bug, the
-    graded tests that fail on it."""
-
-    def grade(runner: Runner, index: int) -> tuple[int, SubmissionResult | str]:
-        mutant = suite.mutants[index]
-        try:
-            mutated = mutant.apply(source)
-        except SuiteError as exc:
-            return index, str(exc)
-        result = runner.grade_source(
-            build, mutated, label=f"mutant {mutant.name}", suite=suite, entry=entry
-        )
-        return index, result
-
-    lines = []
-    start = time.perf_counter()
-    for index, outcome in pool.map(grade, list(range(len(suite.mutants)))):
-        mutant = suite.mutants[index]
-        name = f"mutant {mutant.name}"
-        if isinstance(outcome, str):
-            lines.append(Line(name, False, "does not apply", outcome.splitlines()))
-        elif not outcome.failed:
-            lines.append(
-                Line(name, False, f"SURVIVES ({outcome.score}/{outcome.max_score})", [mutant.bug])
-            )
-        else:
-            killers = outcome.failed
-            if failures is not None:
-                failures[mutant.name] = set(killers)
-            shown = ", ".join(killers[:3]) + (f" (+{len(killers) - 3})" if len(killers) > 3 else "")
-            lines.append(Line(name, True, f"killed by {shown}"))
-    killed = sum(line.ok for line in lines)
-    seconds = time.perf_counter() - start
-    summary = f"{killed} of {len(lines)} killed ({seconds:.1f} s)"
-    lines.append(Line("mutants", killed == len(lines) and bool(lines), summary))
-    return lines
 
 
 def contract_lines(build: str, builds: Path, killed: dict[str, set[str]]) -> list[Line]:

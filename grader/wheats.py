@@ -1,6 +1,6 @@
 """Grading the learner's own tests by wheats and chaffs (Examplar's idea, for notebooks).
 
-Each ``[[notebook.learner_test]]`` of the manifest names a test the learner writes in a cell
+Each ``[[learner_test]]`` of a build's ``build.toml`` names a test the learner writes in a cell
 tagged ``test``, and the bugs it must catch (``catches``; one of them its *gate*, the "remove
 the key" bug of its seam), each defined once as a bug laid over the seam's public interface
 (`workbook.layover`, the build's ``builds/buildNN/visible/written_tests.py``): the self-check lays

@@ -30,7 +30,7 @@ import sys
 from typing import Any
 
 PROFILE = "run-it-twice-fixed"
-#: Examples per run where the manifest names none (`[[notebook.learner_test]]`'s default).
+#: Examples per run where the manifest names none (a `[[learner_test]]`'s default).
 DEFAULT_EXAMPLES = 25
 #: The seed of the global `random` and of Hypothesis's tests that are not derandomized.
 SEED = 0

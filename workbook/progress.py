@@ -36,7 +36,8 @@ from workbook.checks import CheckResult
 from workbook.errors import WorkbookError
 from workbook.export import EXPORTED_TAGS, cell_source, cell_tags, load, read_notebook
 from workbook.manifest import Entry, Manifest, load_manifest, repo_root
-from workbook.selfcheck import MARKS, checks_for, hints_for, next_fix, untagged_helpers
+from workbook.notebook_cells import untagged_helpers
+from workbook.selfcheck import MARKS, checks_for, hints_for, next_fix
 
 #: Real seconds one build's loading and checks may take before it is reported as stuck.
 BUILD_SECONDS = 20

@@ -30,6 +30,12 @@ class Registry(Generic[T]):
         self.by_name[name] = entry
         return entry
 
+    def include(self, other: Registry[T]) -> None:
+        """Register every entry of `other`, in its order (checks kept in a module of their
+        own join a build's registry this way, never by an import that registers as it runs)."""
+        for name, entry in other.by_name.items():
+            self.register(name, entry)
+
     @property
     def names(self) -> list[str]:
         return list(self.by_name)

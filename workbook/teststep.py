@@ -1,4 +1,4 @@
-"""The self-check of a test-writing step: ``selfcheck("03", "test_rerun_writes_zero_new_rows")``.
+"""The self-check of a test-writing step: ``selfcheck("03", "test_<name>")`` for a `test` cell.
 
 The learner's test is run by `workbook.learnertests` on the learner's own setup and answer
 cells and on a second wheat made of them, then with each bug of the step's ``catches`` laid
@@ -49,7 +49,7 @@ def spec_of(build: str, name: str) -> LearnerTestSpec:
     """The manifest's entry of test `name` of `build`: its points, catches and gate."""
     specs = {s.name: s for s in load_manifest().entry(build).learner_tests}
     if name not in specs:
-        raise KeyError(f"no [[notebook.learner_test]] named {name} for build {build}")
+        raise KeyError(f"no [[learner_test]] named {name} in builds/build{build}/build.toml")
     return specs[name]
 
 

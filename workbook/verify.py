@@ -83,7 +83,7 @@ async def run_notebook(path: Path) -> NotebookRun:
     its cell id; stop at the first cell that raises, unless it is tagged ``raises-exception``.
     Nothing is written back. (Driven through jupyter_client directly: nbclient would import
     nbformat's schema validator, whose dependencies take seconds to import.)"""
-    from workbook.selfcheck import cell_name
+    from workbook.notebook_cells import cell_name
 
     start = time.perf_counter()
     cells = read_notebook(path)["cells"]

@@ -23,14 +23,8 @@ from tests.conftest import ROOT
 from workbook import progress
 from workbook.export import Cell, cell_source, cell_tags, exported_cells, read_notebook
 from workbook.manifest import copy_manifest, load_manifest
-from workbook.selfcheck import (
-    cell_name,
-    checks_for,
-    last_runs,
-    redefined,
-    step_heading,
-    untagged_helpers,
-)
+from workbook.notebook_cells import cell_name, step_heading, untagged_helpers
+from workbook.selfcheck import checks_for, last_runs, redefined
 from workbook.verify import execute_cell, kernel_for
 
 NOTEBOOK = "03_build_retry_and_sink.ipynb"

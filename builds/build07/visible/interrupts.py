@@ -1,8 +1,7 @@
 """Visible checks of build 07 for what stops a page half-way: a payload nested too deep to
 serialise (poison, like any payload with no canonical form) and a KeyboardInterrupt in the
-middle of a page (rolled back, never recorded as poison). `build07` imports this module last,
-which registers these checks in its `CHECKS`; kept apart so that neither module outgrows the
-house limit.
+middle of a page (rolled back, never recorded as poison), and the payloads that cause them
+(which the hidden probes use too). `answer_checks` includes these checks last.
 
 Each check opens stores of its own (`sqlite_harness`) and keeps nothing: running one twice
 gives the same verdict. This module ships to learners and holds no reference seam.
@@ -13,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from builds.build07.visible.answer_checks import CHECKS, NOT_CANONICAL
 from builds.build07.visible.sqlite_harness import (
+    NOT_CANONICAL,
     ROLLBACK_NOTE,
     expect_outcome,
     expect_same_state,
@@ -22,7 +21,9 @@ from builds.build07.visible.sqlite_harness import (
     page,
     scratch_store,
 )
-from workbook.checks import expect, expect_equal, expect_raises
+from workbook.checks import Checks, expect, expect_equal, expect_raises
+
+CHECKS = Checks("07")
 
 #: Lists inside lists, far past any recursion limit: json.dumps raises RecursionError.
 DEPTH = 3_000

@@ -43,6 +43,11 @@ KEYS = {
 State = dict[str, list[tuple[Any, ...]]]
 OUTCOME_FIELDS = ("applied", "unchanged", "rejected", "advanced", "cursor")
 
+#: The reasons `poison_reason` gives, word for word (step 3 of the notebook pins them).
+MISSING_ID = "missing id"
+BAD_VERSION = "version is not an integer"
+NOT_CANONICAL = "payload has no canonical JSON form"
+
 #: Stores live in RAM where there is a tmpfs: each commit's fsync then costs microseconds,
 #: which keeps a self-check cell under a second.
 SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
