@@ -47,12 +47,11 @@ from grader.grades import BuildGrade, ClassReport, LearnerGrade, one_line
 from grader.pool import RunnerPool
 from grader.progressbar import Progress
 from grader.reports import OutputFolderError, check_out, write_outputs
-from grader.results import Outcome, SubmissionResult, TestResult
+from grader.results import GRADER_FAULT, Outcome, SubmissionResult, TestResult, all_zero
 from grader.reteach import as_graded, name_matches
-from grader.runner import GRADER_FAULT
 from grader.sandbox import WALLS_MODES, Limits, WallsMode, refusal, walls_identity, walls_problem
 from grader.suites import has_suite, load_suite
-from grader.wheats import TestCells, read_test_cells, zero_results
+from grader.wheats import TestCells, read_test_cells
 from workbook.errors import WorkbookError
 from workbook.export import (
     GRADED_TAGS,
@@ -87,13 +86,6 @@ class BuildJob:
     """Where its learner tests' grade is cached (`grader.cache.tests_key`)."""
     known_tests: tuple[TestResult, ...] | None = None
     """That grade, when the cache had it: the learner tests are then not run again."""
-
-
-def _zero(entry: Entry, label: str, reason: str, kind: Outcome) -> SubmissionResult:
-    """Every test of `entry` at zero for one reason (the build never got to its tests)."""
-    tests = tuple(TestResult(t.name, 0, t.points, reason, t.visible, kind) for t in entry.tests)
-    tests += zero_results(entry, reason, kind)
-    return SubmissionResult(entry.number, label, "error", reason, tests)
 
 
 def grade_class(
@@ -268,7 +260,9 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
     entry, found = job.entry, job.found
     if found.path is None:
         reason = found.problem or NOT_SUBMITTED
-        job.grade = BuildGrade(entry, found, _zero(entry, "", reason, Outcome.NOT_LOADED))
+        job.grade = BuildGrade(
+            entry, found, all_zero(entry.number, entry, "", reason, Outcome.NOT_LOADED)
+        )
         return
     # The same bytes, then the same stored cells, as an earlier run: its grade, found without
     # parsing the notebook (bytes) or exporting and compiling it (cells).
@@ -287,11 +281,11 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
     except WorkbookError as exc:
         # The export names the notebook by the grader's path; the learner knows their own.
         reason = str(exc).replace(str(found.path), found.shown)
-        job.grade = BuildGrade(entry, found, _zero(entry, found.shown, reason, Outcome.NOT_LOADED))
+        job.grade = BuildGrade(entry, found, _not_loaded(entry, found.shown, reason))
         return
     except Exception as exc:  # a notebook crafted to break the exporter breaks only itself
         reason = f"{found.shown}: cannot be read: {type(exc).__name__}: {one_line(str(exc), 200)}"
-        job.grade = BuildGrade(entry, found, _zero(entry, found.shown, reason, Outcome.NOT_LOADED))
+        job.grade = BuildGrade(entry, found, _not_loaded(entry, found.shown, reason))
         return
     # The header names the notebook file; only a comment, so identical cells under another
     # file name are the same submission (one cache entry, and a match in the summary).
@@ -319,6 +313,10 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
         assert tests_id is not None  # set with the cells
         job.tests_key = tests_key(entry.number, digest, tests_id)
         job.known_tests = cache.get_tests(job.tests_key)
+
+
+def _not_loaded(entry: Entry, label: str, reason: str) -> SubmissionResult:
+    return all_zero(entry.number, entry, label, reason, Outcome.NOT_LOADED)
 
 
 def _tests_id(cells: TestCells) -> str:
@@ -392,7 +390,7 @@ def _grade(job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache, 
         )
     except Exception as exc:  # the grader's own failure: reported, never cached
         reason = f"{GRADER_FAULT} {type(exc).__name__}: {one_line(str(exc), 300)}"
-        result = _zero(entry, job.found.shown, reason, Outcome.GRADER_FAULT)
+        result = all_zero(entry.number, entry, job.found.shown, reason, Outcome.GRADER_FAULT)
     source_id = content_id("submission", job.source)
     if job.tests_key is not None and known is None and result.status != "error":
         cache.put_tests(job.tests_key, result.tests[len(entry.tests) :])  # graded, not zeroed

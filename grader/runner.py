@@ -42,6 +42,7 @@ from grader.forkclient import SCRATCH_ROOT, ForkServer, digest
 from grader.judging import Observed, verdict
 from grader.protocol import Exit, Job, Private, Reply, WallsMode
 from grader.results import (
+    GRADER_FAULT,
     Outcome,
     ProbeRecord,
     ProbeRun,
@@ -49,11 +50,13 @@ from grader.results import (
     SubmissionResult,
     SubmissionStatus,
     TestResult,
+    all_zero,
+    zero_results,
 )
 from grader.sandbox import Isolation, Limits
 from grader.stream import ResultStream, exit_reason, read_chunk, timeout_reason, void_reason
 from grader.suites import Suite, load_suite, module_name
-from grader.wheats import TestCells, grade_learner_tests, read_test_cells, zero_results
+from grader.wheats import TestCells, grade_learner_tests, read_test_cells
 from workbook import siblings
 from workbook.errors import WorkbookError
 from workbook.export import export_source
@@ -67,9 +70,6 @@ HASHSEEDS = ("1", "2")
 #: walls are an allowlist, so none of it is there anyway; these are covered as well should an
 #: allowed folder ever hold one of them.
 SECRET_PARTS = (".git", "solutions", "tests/hidden")
-#: Old spelling of a grader fault, for callers that still read reasons: read
-#: `SubmissionResult.grader_fault` (or a test's `kind`) instead.
-GRADER_FAULT = "grader error:"
 
 
 class WallsUnavailable(WorkbookError):
@@ -222,14 +222,16 @@ class Runner:
         try:
             source = export_source(notebook)
         except WorkbookError as exc:
-            return self._all_zero(build, entry, str(notebook), str(exc), start)
+            reason = str(exc)
         except OSError as exc:
             reason = f"{notebook}: cannot be read: {exc}"
-            return self._all_zero(build, entry, str(notebook), reason, start)
-        cells = read_test_cells(notebook) if entry.learner_tests else None
-        return self.grade_source(
-            build, source, label=str(notebook), suite=suite, entry=entry, cells=cells
-        )
+        else:
+            cells = read_test_cells(notebook) if entry.learner_tests else None
+            return self.grade_source(
+                build, source, label=str(notebook), suite=suite, entry=entry, cells=cells
+            )
+        seconds = time.perf_counter() - start
+        return all_zero(build, entry, str(notebook), reason, Outcome.NOT_LOADED, seconds)
 
     def grade_source(
         self,
@@ -297,15 +299,6 @@ class Runner:
             output=run.output,
             notes=tuple(run.notes),
         )
-
-    def _all_zero(
-        self, build: str, entry: Entry, label: str, reason: str, start: float
-    ) -> SubmissionResult:
-        tests = tuple(
-            TestResult(t.name, 0, t.points, reason, t.visible, Outcome.NOT_LOADED)
-            for t in entry.tests
-        ) + zero_results(entry, reason, Outcome.NOT_LOADED)
-        return SubmissionResult(build, label, "error", reason, tests, time.perf_counter() - start)
 
     # -- probes --------------------------------------------------------------------------
 
