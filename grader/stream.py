@@ -81,43 +81,52 @@ class ResultStream:
 
     def _feed(self, event: dict[str, Any], now: float) -> None:
         kind = event["event"]
-        step = self.limits.probe_seconds + self.limits.grace_seconds
         if not self.loaded and self.load_error is None:
-            if kind == Event.LOADED:
-                self.loaded, self.deadline = True, now + step
-            elif kind == Event.LOAD_ERROR:
-                self.load_error = load_reason(event, self.source)
-            else:
-                self.deviation = f"a {kind!r} report before the answers had loaded"
-            return
-        if self.ended:
+            self._feed_load(kind, event, now)
+        elif self.ended:
             self.deviation = f"a {kind!r} report after the worker's last one"
-            return
-        if self.current is None:
-            expected = (
-                self.names[len(self.started)] if len(self.started) < len(self.names) else None
-            )
-            if kind == Event.START and expected is not None and event.get("probe") == expected:
-                self.current = expected
-                self.started.append(expected)
-                self.unconfirmed = None
-                self.deadline = now + step
-            elif kind == Event.END and expected is None:
-                self.ended, self.unconfirmed = True, None
-            else:
-                self.deviation = f"an unexpected {kind!r} report between probes"
-            return
-        name = self.current
-        if kind == Event.TICK:
+        elif self.current is None:
+            self._feed_between(kind, event, now)
+        elif kind == Event.TICK:
             tick = tick_of(event)
             # Past the cap the ledger is cut, never voided: a loop polling with tiny sleeps
             # costs its own probe (its run never ends in the ledger), not the other reports.
             if len(self.ticks) < MAX_TICKS:
                 self.ticks.append(tick)
-            return
-        if event.get("probe") != name or kind not in REPORTS:
-            self.deviation = f"an unexpected {kind!r} report while {name} was running"
-            return
+        elif event.get("probe") != self.current or kind not in REPORTS:
+            self.deviation = f"an unexpected {kind!r} report while {self.current} was running"
+        else:
+            self._feed_report(self.current, kind, event, now)
+
+    def _step(self) -> float:
+        """How long one probe may take from its start, or from the report before it."""
+        return self.limits.probe_seconds + self.limits.grace_seconds
+
+    def _feed_load(self, kind: str, event: dict[str, Any], now: float) -> None:
+        """Before the answers loaded: only ``loaded`` or ``load_error`` may come."""
+        if kind == Event.LOADED:
+            self.loaded, self.deadline = True, now + self._step()
+        elif kind == Event.LOAD_ERROR:
+            self.load_error = load_reason(event, self.source)
+        else:
+            self.deviation = f"a {kind!r} report before the answers had loaded"
+
+    def _feed_between(self, kind: str, event: dict[str, Any], now: float) -> None:
+        """Between probes: the next probe's ``start``, or ``end`` once every probe ran."""
+        expected = self.names[len(self.started)] if len(self.started) < len(self.names) else None
+        if kind == Event.START and expected is not None and event.get("probe") == expected:
+            self.current = expected
+            self.started.append(expected)
+            self.unconfirmed = None
+            self.deadline = now + self._step()
+        elif kind == Event.END and expected is None:
+            self.ended, self.unconfirmed = True, None
+        else:
+            self.deviation = f"an unexpected {kind!r} report between probes"
+
+    def _feed_report(self, name: str, kind: str, event: dict[str, Any], now: float) -> None:
+        """The running probe's report (`REPORTS`): its record, unconfirmed until the worker
+        goes on."""
         seconds = event.get("seconds", 0.0)
         if type(seconds) not in (int, float) or not 0 <= seconds < 1e6:
             raise ValueError("seconds is not a duration")
@@ -138,7 +147,7 @@ class ResultStream:
         self.ticks = []
         self.current = None
         self.unconfirmed = name
-        self.deadline = now + step
+        self.deadline = now + self._step()
 
     def take(self, chunk: bytes) -> None:
         """Feed the complete lines of what came so far; the unfinished last line waits for the
