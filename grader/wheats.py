@@ -246,7 +246,12 @@ class _Grading:
                     break
             if name == spec.gate and not caught[name]:
                 break  # nothing else counts: stop here
-        words = {name: bug.words for name, bug in bugs.items()}
+        return self._scored(spec, caught, {name: bug.words for name, bug in bugs.items()})
+
+    def _scored(
+        self, spec: LearnerTestSpec, caught: dict[str, bool], words: dict[str, str]
+    ) -> TestResult:
+        """The grade of a test that passed on both wheats, from the bugs it `caught`."""
         got = score(
             points=spec.points, catches=spec.catches, gate=spec.gate, caught=caught, words=words
         )
