@@ -48,6 +48,7 @@ from grader.protocol import (
     Request,
     decode_request,
     encode_reply,
+    walls_mode,
 )
 from workbook.modules import execute, fresh_module
 
@@ -60,7 +61,7 @@ KILL_PATIENCE = 2.0
 def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
     keep = tuple(json.loads(argv[3]))
-    plan = Plan(mode=argv[1], privileged=os.geteuid() == 0, uid=int(argv[2]), keep=keep)
+    plan = Plan(mode=walls_mode(argv[1]), privileged=os.geteuid() == 0, uid=int(argv[2]), keep=keep)
     walls.die_with_parent()
     walls.become_subreaper()
     ready = Ready(
