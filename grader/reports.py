@@ -298,7 +298,7 @@ def summary_rows(report: ClassReport) -> list[SummaryRow]:
             broken = [r for b, r in failing if b.result.status == "error"]
             not_done = [r for b, r in failing if b.result.status != "error" and _not_done(r)]
             wrong = [r for b, r in failing if b.result.status != "error" and not _not_done(r)]
-            firsts = collections.Counter(_first_line(r.message) for r in wrong)
+            firsts = collections.Counter(_first_line(r) for r in wrong)
             common, count = min(firsts.items(), key=lambda kv: (-kv[1], kv[0]), default=("", 0))
             row = SummaryRow(
                 build=entry.number,
@@ -322,11 +322,14 @@ def _not_done(result: TestResult) -> bool:
     return result.kind is Outcome.NOT_DONE
 
 
-def _first_line(message: str) -> str:
-    """The line that says most about a failure: the ``got:`` line when there is one."""
-    lines = message.splitlines() or [""]
-    got = next((ln for ln in lines if ln.startswith("got:")), lines[0])
-    return one_line(got, MESSAGE_WIDTH)
+def _first_line(result: TestResult) -> str:
+    """The line that says most about a failure: what came back, as the message's ``got:``
+    line says it, when the judge said; else the message's first line."""
+    if result.got is not None:
+        line = "got: " + (result.got.splitlines() or [""])[0]
+    else:
+        line = (result.message.splitlines() or [""])[0]
+    return one_line(line, MESSAGE_WIDTH)
 
 
 def summary_csv(rows: Sequence[SummaryRow]) -> str:

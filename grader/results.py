@@ -94,6 +94,9 @@ class TestResult:
     message: str = ""
     visible: bool = False
     kind: Outcome = Outcome.PASSED
+    got: str | None = None
+    """What came back, when the judge's message says (its ``got:`` line): what the class
+    summary counts of a wrong answer. None when the message says no such thing."""
 
     @property
     def passed(self) -> bool:

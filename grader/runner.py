@@ -60,7 +60,7 @@ from grader.wheats import TestCells, grade_learner_tests, read_test_cells
 from workbook import siblings
 from workbook.errors import WorkbookError
 from workbook.export import export_source
-from workbook.manifest import Entry, load_manifest, repo_root
+from workbook.manifest import Entry, TestSpec, load_manifest, repo_root
 
 #: The two interpreters' hash seeds: explicit and different (seeding both to 0 would hide
 #: keys that depend on `hash()` or on the iteration order of a set of strings).
@@ -90,6 +90,23 @@ class JobEnd:
 
 def _fault(what: str) -> str:
     return f"{GRADER_FAULT} {what} (not your submission's fault; tell your instructor)"
+
+
+def _judged(spec: TestSpec, suite: Suite, run: ProbeRun, observed: Observed) -> TestResult:
+    """The hidden test `spec` of a submission whose probes made `run`, as its judge says."""
+    judge = suite.judges.by_name.get(spec.name)
+    got = None
+    if judge is None:
+        kind = Outcome.GRADER_FAULT
+        problem = f"no judge for {spec.name} in the hidden suite"
+    elif run.load_error is not None:
+        kind = Outcome.GRADER_FAULT if run.load_fault else Outcome.NOT_LOADED
+        problem = run.load_error
+    else:
+        judged = verdict(judge, observed)
+        kind, problem, got = judged.kind, str(judged.message), judged.got
+    points = spec.points if kind is Outcome.PASSED else 0
+    return TestResult(spec.name, points, spec.points, problem, spec.visible, kind, got)
 
 
 class Runner:
@@ -257,19 +274,7 @@ class Runner:
         suite = suite or load_suite(build)
         run = self.run_probes(source, suite)
         observed = Observed(run.records, source=source, artefacts=run.artefacts)
-        tests = []
-        for spec in entry.tests:
-            judge = suite.judges.by_name.get(spec.name)
-            if judge is None:
-                kind = Outcome.GRADER_FAULT
-                problem = f"no judge for {spec.name} in the hidden suite"
-            elif run.load_error is not None:
-                kind = Outcome.GRADER_FAULT if run.load_fault else Outcome.NOT_LOADED
-                problem = run.load_error
-            else:
-                kind, problem = verdict(judge, observed)
-            points = spec.points if kind is Outcome.PASSED else 0
-            tests.append(TestResult(spec.name, points, spec.points, problem, spec.visible, kind))
+        tests = [_judged(spec, suite, run, observed) for spec in entry.tests]
         self.discard(run)  # judged: the artefacts have served
         if cells is not None and run.load_error is not None:
             # A build that does not load scores zero for one reason, its own tests included.
