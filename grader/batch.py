@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import functools
 import os
 import sys
 import time
@@ -47,12 +48,19 @@ from grader.grades import BuildGrade, ClassReport, LearnerGrade, one_line
 from grader.pool import RunnerPool
 from grader.progressbar import Progress
 from grader.reports import OutputFolderError, check_out, write_outputs
-from grader.results import Outcome, SubmissionResult, TestResult
+from grader.results import GRADER_FAULT, Outcome, SubmissionResult, TestResult, all_zero
 from grader.reteach import as_graded, name_matches
-from grader.runner import GRADER_FAULT
-from grader.sandbox import WALLS_MODES, Limits, WallsMode, refusal, walls_identity, walls_problem
+from grader.sandbox import (
+    WALLS_MODES,
+    Isolation,
+    Limits,
+    WallsMode,
+    refusal,
+    walls_identity,
+    walls_problem,
+)
 from grader.suites import has_suite, load_suite
-from grader.wheats import TestCells, read_test_cells, zero_results
+from grader.wheats import TestCells, read_test_cells
 from workbook.errors import WorkbookError
 from workbook.export import (
     GRADED_TAGS,
@@ -87,13 +95,6 @@ class BuildJob:
     """Where its learner tests' grade is cached (`grader.cache.tests_key`)."""
     known_tests: tuple[TestResult, ...] | None = None
     """That grade, when the cache had it: the learner tests are then not run again."""
-
-
-def _zero(entry: Entry, label: str, reason: str, kind: Outcome) -> SubmissionResult:
-    """Every test of `entry` at zero for one reason (the build never got to its tests)."""
-    tests = tuple(TestResult(t.name, 0, t.points, reason, t.visible, kind) for t in entry.tests)
-    tests += zero_results(entry, reason, kind)
-    return SubmissionResult(entry.number, label, "error", reason, tests)
 
 
 def grade_class(
@@ -140,12 +141,8 @@ def grade_class(
         for e in entries
     }
 
-    jobs: list[BuildJob] = []
     learners = [LearnerGrade(x.name) for x in found_class.learners]
-    for learner, member in zip(learners, found_class.learners, strict=True):
-        for entry, found in zip(entries, _find_builds(learner, member, entries), strict=True):
-            jobs.append(BuildJob(learner.learner, entry, found))
-
+    jobs = _jobs(learners, found_class.learners, entries)
     bar = Progress(len(jobs), progress)
     report = ClassReport(
         builds=entries,
@@ -173,39 +170,9 @@ def grade_class(
                 pool.spawn(1)
             pending.append(job)
         # The same cells handed in twice (untouched stubs, a shared copy) are run once.
-        same: dict[str, list[BuildJob]] = collections.defaultdict(list)
-        for job in pending:
-            assert job.key is not None
-            same[job.key].append(job)
-        unique = [group[0] for group in same.values()]
+        same = _twins(pending)
         if pool is not None:
-            pool.spawn(min(size, len(unique)))
-            if any(j.cells is not None and j.known_tests is None for j in unique):
-                pool.warm()  # learner tests to grade (not all of them from the cache)
-            # While the servers import: only the builds to grade, so a run served from the
-            # cache imports no hidden suite, one changed notebook only its own.
-            needed = {job.entry.number for job in unique}
-            suites = {
-                e.number: load_suite(e.number, suites_root) for e in entries if e.number in needed
-            }
-            pool.wait_ready()
-            report.isolation = pool.isolation()
-
-            def grade(runner: Runner, job: BuildJob) -> None:
-                _grade(job, runner, suites, cache, root)
-                bar.advance()
-                assert job.grade is not None and job.key is not None
-                for twin in same[job.key][1:]:
-                    twin.grade = BuildGrade(
-                        twin.entry,
-                        twin.found,
-                        _relabel(job.grade.result, twin.found.shown),
-                        job.grade.source_id,
-                        cached=True,
-                    )
-                    bar.advance(cached=True)
-
-            pool.map(grade, unique)
+            report.isolation = _grade_once(pool, size, same, entries, suites_root, cache, root, bar)
     finally:
         if pool is not None:
             pool.close()
@@ -214,21 +181,9 @@ def grade_class(
         assert job.grade is not None
         by_learner[job.learner].builds.append(job.grade)
     if reteach:
-
-        def signature_pool() -> RunnerPool:
-            # The default limits, whatever the batch's: the signatures are kept under them.
-            started = RunnerPool(size, Limits(), hide=hide, walls=walls, learner_tests=False)
-            started.spawn(size)
-            started.wait_ready()
-            return started
-
-        try:
-            report.reteach = name_matches(learners, entries, root, suites_root, signature_pool)
-        except Exception as exc:  # the table is advice: its failure costs no grade
-            for learner in learners:
-                learner.reteach.clear()
-            report.notes.append(f"what to reteach was not worked out: {type(exc).__name__}: {exc}")
-    report.graded = len(unique)
+        started = functools.partial(_signature_pool, size, hide, walls)
+        _reteach(report, entries, root, suites_root, started)
+    report.graded = len(same)
     report.from_cache = sum(1 for j in jobs if j.grade is not None and j.grade.cached)
     report.stub_ids = _stub_ids(entries, root)
     if cache.unwritten:
@@ -239,6 +194,93 @@ def grade_class(
     write_outputs(report, out)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _jobs(
+    learners: Sequence[LearnerGrade], members: Sequence[Learner], entries: Sequence[Entry]
+) -> list[BuildJob]:
+    """One job per learner and build, learners in folder order, builds in manifest order."""
+    jobs: list[BuildJob] = []
+    for learner, member in zip(learners, members, strict=True):
+        for entry, found in zip(entries, _find_builds(learner, member, entries), strict=True):
+            jobs.append(BuildJob(learner.learner, entry, found))
+    return jobs
+
+
+def _twins(pending: Sequence[BuildJob]) -> dict[str, list[BuildJob]]:
+    """The jobs to run grouped by their grade's key, in order: the first of each group is run,
+    the others (the same cells handed in again) take its grade."""
+    same: dict[str, list[BuildJob]] = collections.defaultdict(list)
+    for job in pending:
+        assert job.key is not None
+        same[job.key].append(job)
+    return same
+
+
+def _grade_once(
+    pool: RunnerPool,
+    size: int,
+    same: dict[str, list[BuildJob]],
+    entries: Sequence[Entry],
+    suites_root: Path,
+    cache: Cache,
+    root: Path,
+    bar: Progress,
+) -> Isolation | None:
+    """Grade the first job of each group of `same` on the pool's runners (`size` of them at
+    most), and give its grade to the rest of its group; the pool's walls, as they were raised."""
+    unique = [group[0] for group in same.values()]
+    pool.spawn(min(size, len(unique)))
+    if any(j.cells is not None and j.known_tests is None for j in unique):
+        pool.warm()  # learner tests to grade (not all of them from the cache)
+    # While the servers import: only the builds to grade, so a run served from the
+    # cache imports no hidden suite, one changed notebook only its own.
+    needed = {job.entry.number for job in unique}
+    suites = {e.number: load_suite(e.number, suites_root) for e in entries if e.number in needed}
+    pool.wait_ready()
+    isolation = pool.isolation()
+
+    def grade(runner: Runner, job: BuildJob) -> None:
+        _grade(job, runner, suites, cache, root)
+        bar.advance()
+        assert job.grade is not None and job.key is not None
+        for twin in same[job.key][1:]:
+            twin.grade = BuildGrade(
+                twin.entry,
+                twin.found,
+                _relabel(job.grade.result, twin.found.shown),
+                job.grade.source_id,
+                cached=True,
+            )
+            bar.advance(cached=True)
+
+    pool.map(grade, unique)
+    return isolation
+
+
+def _signature_pool(size: int, hide: tuple[Path, ...], walls: WallsMode) -> RunnerPool:
+    """Runners for the known bugs' signatures, under the default limits whatever the
+    batch's: the signatures are kept under them."""
+    started = RunnerPool(size, Limits(), hide=hide, walls=walls, learner_tests=False)
+    started.spawn(size)
+    started.wait_ready()
+    return started
+
+
+def _reteach(
+    report: ClassReport,
+    entries: Sequence[Entry],
+    root: Path,
+    suites_root: Path,
+    started: Callable[[], RunnerPool],
+) -> None:
+    """Match each learner's failures to the known bugs (`grader.reteach`) into `report`."""
+    try:
+        report.reteach = name_matches(report.learners, entries, root, suites_root, started)
+    except Exception as exc:  # the table is advice: its failure costs no grade
+        for learner in report.learners:
+            learner.reteach.clear()
+        report.notes.append(f"what to reteach was not worked out: {type(exc).__name__}: {exc}")
 
 
 def _find_builds(learner: LearnerGrade, member: Learner, builds: Sequence[Entry]) -> list[Found]:
@@ -272,7 +314,9 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
     entry, found = job.entry, job.found
     if found.path is None:
         reason = found.problem or NOT_SUBMITTED
-        job.grade = BuildGrade(entry, found, _zero(entry, "", reason, Outcome.NOT_LOADED))
+        job.grade = BuildGrade(
+            entry, found, all_zero(entry.number, entry, "", reason, Outcome.NOT_LOADED)
+        )
         return
     # The same bytes, then the same stored cells, as an earlier run: its grade, found without
     # parsing the notebook (bytes) or exporting and compiling it (cells).
@@ -291,11 +335,11 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
     except WorkbookError as exc:
         # The export names the notebook by the grader's path; the learner knows their own.
         reason = str(exc).replace(str(found.path), found.shown)
-        job.grade = BuildGrade(entry, found, _zero(entry, found.shown, reason, Outcome.NOT_LOADED))
+        job.grade = BuildGrade(entry, found, _not_loaded(entry, found.shown, reason))
         return
     except Exception as exc:  # a notebook crafted to break the exporter breaks only itself
         reason = f"{found.shown}: cannot be read: {type(exc).__name__}: {one_line(str(exc), 200)}"
-        job.grade = BuildGrade(entry, found, _zero(entry, found.shown, reason, Outcome.NOT_LOADED))
+        job.grade = BuildGrade(entry, found, _not_loaded(entry, found.shown, reason))
         return
     # The header names the notebook file; only a comment, so identical cells under another
     # file name are the same submission (one cache entry, and a match in the summary).
@@ -323,6 +367,10 @@ def _prepare(job: BuildJob, cache: Cache, digest: str) -> None:
         assert tests_id is not None  # set with the cells
         job.tests_key = tests_key(entry.number, digest, tests_id)
         job.known_tests = cache.get_tests(job.tests_key)
+
+
+def _not_loaded(entry: Entry, label: str, reason: str) -> SubmissionResult:
+    return all_zero(entry.number, entry, label, reason, Outcome.NOT_LOADED)
 
 
 def _tests_id(cells: TestCells) -> str:
@@ -396,7 +444,7 @@ def _grade(job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache, 
         )
     except Exception as exc:  # the grader's own failure: reported, never cached
         reason = f"{GRADER_FAULT} {type(exc).__name__}: {one_line(str(exc), 300)}"
-        result = _zero(entry, job.found.shown, reason, Outcome.GRADER_FAULT)
+        result = all_zero(entry.number, entry, job.found.shown, reason, Outcome.GRADER_FAULT)
     source_id = content_id("submission", job.source)
     if job.tests_key is not None and known is None and result.status != "error":
         cache.put_tests(job.tests_key, result.tests[len(entry.tests) :])  # graded, not zeroed
@@ -452,25 +500,9 @@ def grade_and_report(
     submissions folder is missing, the output folder is inside it, either holds the
     repository, or walls were asked for (the default) and cannot be raised here (one
     paragraph: what is missing, how to install it, how to grade without)."""
-    problem = walls_problem(sys.executable) if walls == "bwrap" else None
+    problem = _cannot_grade(submissions, out, walls)
     if problem is not None:
-        stdout(refusal(problem))
-        return 2
-    if not submissions.is_dir():
-        stdout(f"SUBMISSIONS={submissions}: no such folder (one subfolder per learner).")
-        return 2
-    if not os.access(submissions, os.R_OK | os.X_OK):
-        stdout(f"SUBMISSIONS={submissions} cannot be read: give this user read access to it.")
-        return 2
-    sub, dest = submissions.resolve(), out.resolve()
-    if sub == repo_root() or sub in repo_root().parents:
-        stdout(f"SUBMISSIONS={submissions} holds the repository: give the folder of the class.")
-        return 2
-    if dest == repo_root() or dest in repo_root().parents:
-        stdout(f"OUT={out} holds the repository: choose a folder of its own (default grades/).")
-        return 2
-    if dest == sub or sub in dest.parents:
-        stdout(f"OUT={out} is inside SUBMISSIONS={submissions}: it would be graded as a learner.")
+        stdout(problem)
         return 2
     try:
         report = grade_class(
@@ -487,13 +519,42 @@ def grade_and_report(
     except OSError as exc:  # OUT failed while the outputs were written (it filled up)
         stdout(shown(f"OUT={out} could not be written: {exc}; run again once it can be."))
         return 2
+    for line in _report_lines(report, out, walls):
+        stdout(line)
+    for line in after(report) if after is not None else []:  # e.g. the LMS exports
+        stdout("  " + shown(line))
+    return 0
+
+
+def _cannot_grade(submissions: Path, out: Path, walls: WallsMode) -> str | None:
+    """Why the class cannot be graded from `submissions` into `out` behind `walls`, in one
+    paragraph; None when it can."""
+    if walls == "bwrap" and (problem := walls_problem(sys.executable)) is not None:
+        return refusal(problem)
+    if not submissions.is_dir():
+        return f"SUBMISSIONS={submissions}: no such folder (one subfolder per learner)."
+    if not os.access(submissions, os.R_OK | os.X_OK):
+        return f"SUBMISSIONS={submissions} cannot be read: give this user read access to it."
+    sub, dest = submissions.resolve(), out.resolve()
+    if sub == repo_root() or sub in repo_root().parents:
+        return f"SUBMISSIONS={submissions} holds the repository: give the folder of the class."
+    if dest == repo_root() or dest in repo_root().parents:
+        return f"OUT={out} holds the repository: choose a folder of its own (default grades/)."
+    if dest == sub or sub in dest.parents:
+        return f"OUT={out} is inside SUBMISSIONS={submissions}: it would be graded as a learner."
+    return None
+
+
+def _report_lines(report: ClassReport, out: Path, walls: WallsMode) -> list[str]:
+    """What a finished class grading prints: how long, behind which walls, what was graded,
+    what needs a look, and where the outputs are."""
     learners = len(report.learners)
     per = report.seconds / learners if learners else 0.0
-    stdout(
+    lines = [
         f"Graded {learners} learner(s) in {report.seconds:.1f} s ({per:.2f} s per learner):"
-        f" {report.graded} notebook(s) run, {report.from_cache} from the cache."
-    )
-    stdout(f"  {report.isolation.summary if report.isolation else 'walls: ' + walls}")
+        f" {report.graded} notebook(s) run, {report.from_cache} from the cache.",
+        f"  {report.isolation.summary if report.isolation else 'walls: ' + walls}",
+    ]
     if report.isolation is not None:
         iso = report.isolation
         for label, text in (
@@ -502,22 +563,19 @@ def grade_and_report(
             ("files", iso.filesystem_text),
             ("user", iso.user_text),
         ):
-            stdout(f"  {label:<10} {text}")
+            lines.append(f"  {label:<10} {text}")
     if report.skipped_builds:
-        stdout("  not graded (no hidden suite yet): " + ", ".join(report.skipped_builds))
-    stdout("  " + graded_line(report))
+        lines.append("  not graded (no hidden suite yet): " + ", ".join(report.skipped_builds))
+    lines.append("  " + graded_line(report))
     looks = [g for g in report.learners if g.needs_a_look]
     if looks or report.not_graded or report.notes:
-        stdout(
+        lines.append(
             f"  {len(looks) + len(report.not_graded)} folder(s) or file(s) need a look:"
             " listed at the end of summary.md"
         )
-        for note in report.notes:
-            stdout("  " + shown(note))
-    stdout(f"Wrote {out}/grades.csv, {out}/feedback/ ({learners} files), {out}/summary.md.")
-    for line in after(report) if after is not None else []:  # e.g. the LMS exports
-        stdout("  " + shown(line))
-    return 0
+        lines += ["  " + shown(note) for note in report.notes]
+    lines.append(f"Wrote {out}/grades.csv, {out}/feedback/ ({learners} files), {out}/summary.md.")
+    return lines
 
 
 def graded_line(report: ClassReport) -> str:

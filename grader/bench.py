@@ -177,7 +177,7 @@ def worker_seconds(jobs: int = 40) -> tuple[float, float]:
     job = {"name": "test_it", "text": "def test_it():\n    assert 1 + 1 == 2\n", "max_examples": 1}
     source = f"def answer() -> int:\n    return 2\n\n{JOB} = {job!r}\n"
     suite = probe_suite("03")
-    times: dict[str, list[float]] = {"bwrap": [], "off": []}
+    times: dict[WallsMode, list[float]] = {"bwrap": [], "off": []}
     with contextlib.ExitStack() as stack:
         runners = {w: stack.enter_context(Runner(walls=w, learner_tests=True)) for w in times}
         for runner in runners.values():

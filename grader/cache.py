@@ -208,8 +208,15 @@ def _test_from_json(data: dict[str, Any]) -> TestResult:
         kind = Outcome(data["kind"])
     else:
         kind = Outcome.PASSED if points == max_points else Outcome.WRONG
+    got = data.get("got")
     return TestResult(
-        data["name"], points, max_points, data["message"], bool(data["visible"]), kind
+        data["name"],
+        points,
+        max_points,
+        data["message"],
+        bool(data["visible"]),
+        kind,
+        got if isinstance(got, str) else None,
     )
 
 

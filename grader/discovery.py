@@ -170,19 +170,7 @@ def scan_learner(
                     )
                     return _finish(found, unreadable)
                 path = f"{relative}/{entry.name}" if relative else entry.name
-                mode = _mode(entry)
-                if entry.name.endswith(".ipynb"):
-                    if stat.S_ISREG(mode):
-                        found.notebooks.append(path)
-                    elif stat.S_ISLNK(mode):
-                        found.links.append(path)
-                    else:
-                        found.odd[path] = file_kind(mode)
-                elif _is_zip(entry.name) and stat.S_ISREG(mode):
-                    found.zips.append(path)
-                if stat.S_ISDIR(mode) and not (
-                    entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS
-                ):
+                if _note_entry(found, path, entry.name, _mode(entry)):
                     below.append(path)
         if not below:
             break
@@ -193,6 +181,21 @@ def scan_learner(
             break
         level = below
     return _finish(found, unreadable)
+
+
+def _note_entry(found: LearnerFolder, path: str, name: str, mode: int) -> bool:
+    """Put one entry of the walk where it belongs in `found` (a notebook, a link or odd file
+    named like one, a zip); whether it is a folder to search next."""
+    if name.endswith(".ipynb"):
+        if stat.S_ISREG(mode):
+            found.notebooks.append(path)
+        elif stat.S_ISLNK(mode):
+            found.links.append(path)
+        else:
+            found.odd[path] = file_kind(mode)
+    elif _is_zip(name) and stat.S_ISREG(mode):
+        found.zips.append(path)
+    return stat.S_ISDIR(mode) and not (name.startswith(".") or name in SKIPPED_FOLDERS)
 
 
 def _finish(found: LearnerFolder, unreadable: int) -> LearnerFolder:

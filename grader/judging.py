@@ -1,8 +1,8 @@
 """Judges: the half of a hidden test that runs in the parent, on plain JSON observations.
 
-A judge is a plain pytest test, ``test_<name>(observed)`` in a suite's ``judges.py``: the
-batch grader calls it directly, ``pytest builds/buildNN/hidden --submission PATH`` through
-pytest. It compares what the probes reported with values computed here, in the grading
+A judge is a plain pytest test, ``test_<name>(observed)`` in one of a suite's judge modules
+(``test_*.py``): the batch grader calls it directly, ``pytest builds/buildNN/hidden
+--submission PATH`` through pytest. It compares what the probes reported with values computed here, in the grading
 process, from inputs chosen here; those values never enter the child. Everything the child
 reports is a claim (the learner's code shares its process and can forge any of it), so a
 judge never compares observed values only with each other: lengths are checked strictly, seeded
@@ -39,7 +39,7 @@ from grader import ledger
 from grader.observe import ARTEFACT_LIMIT, KINDS, SIDECARS, Probes, inputs_seed, tag_of
 from grader.observe import JSON as JSON  # re-exported for judges
 from grader.results import Outcome, ProbeRecord
-from workbook.feedback import cut, message, show_json, show_outcome
+from workbook.feedback import Message, cut, message, show_json, show_outcome
 from workbook.registry import Registry
 
 #: Virtual clocks tick in microseconds (looptime's resolution), so times match to 2 µs.
@@ -240,15 +240,21 @@ class Verdict(NamedTuple):
     kind: Outcome
     message: str
 
+    @property
+    def got(self) -> str | None:
+        """What came back, when the judge's message says (one `workbook.feedback.message`
+        made); None otherwise."""
+        return self.message.got if isinstance(self.message, Message) else None
+
 
 def verdict(judge: Judge, observed: Observed) -> Verdict:
     """`Outcome.PASSED` when the judge is satisfied, else the kind and the message."""
     try:
         judge.fn(observed)
     except NotDone as exc:
-        return Verdict(Outcome.NOT_DONE, str(exc))
+        return Verdict(Outcome.NOT_DONE, _said(exc))
     except Fail as exc:
-        return Verdict(Outcome.WRONG, str(exc))
+        return Verdict(Outcome.WRONG, _said(exc))
     except Unobserved as exc:
         return Verdict(exc.kind, str(exc))
     except GraderFault as exc:
@@ -314,6 +320,12 @@ def raises(outcome: Mapping[str, JSON], call: str, kind: str, note: str = "") ->
 def learner_text(value: JSON) -> str:
     """Text the learner's code made (a type name, a message), cut short for feedback."""
     return cut(str(value), 80)
+
+
+def _said(exc: Fail) -> str:
+    """A judge's verdict as its text, still a `Message` (with its ``got``) when it was one."""
+    text = exc.args[0] if len(exc.args) == 1 else None
+    return text if isinstance(text, Message) else str(exc)
 
 
 def same_value(got: JSON, expected: JSON, tolerance: float = 0.0) -> bool:

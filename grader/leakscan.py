@@ -367,14 +367,7 @@ def leaks(release: Path, root: Path | None = None) -> list[str]:
             problems.append(f"{secret_dir}/: shipped")
     problems += [f"{p.relative_to(release)}: shipped" for p in buildfolder.secret(release)]
     for path in _files(release):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        code: list[str] = [text] if path.suffix == ".py" else []
-        if path.suffix == ".ipynb":
-            # Notebook JSON escapes quotes and newlines; compare the decoded sources too.
-            with contextlib.suppress(ExportError):
-                cells = read_notebook(path)["cells"]
-                text += "\n" + "\n".join(cell_source(c) for c in cells)
-                code = [cell_source(c) for c in cells if c.get("cell_type") == "code"]
+        text, code = _texts(path)
         shown = path.relative_to(release)
         for secret, origin in hidden.items():
             if secret in text:
@@ -386,18 +379,51 @@ def leaks(release: Path, root: Path | None = None) -> list[str]:
                 problems.append(f"{shown}: the quiz answer {form} (from {origin})")
         exercise = "exercises" in shown.parts[:2]  # exercises/ and .pristine/exercises/
         for source in code:
-            for tree, name in _definitions(source, minimum=1):
-                if tree in definitions:
-                    problems.append(f"{shown}: a copy of {name} (from {definitions[tree]})")
-            for value in _literals(source) & values.keys():
-                problems.append(f"{shown}: the value {value[:60]} (from {values[value]})")
-            for name in sorted(_top_level(source) & names.keys()):
-                if not exercise and (shown.as_posix(), name) not in taught:
-                    problems.append(
-                        f"{shown}: defines {names[name]} (only the exercise, or a concept"
-                        " notebook that teaches it, may)"
-                    )
+            problems += _code_leaks(shown, source, definitions, values)
+            if not exercise:
+                problems += _answer_leaks(shown, source, names, taught)
     return problems
+
+
+def _texts(path: Path) -> tuple[str, list[str]]:
+    """A shipped file's text and the code in it: a Python file is all code; a notebook's
+    JSON is followed by its decoded cell sources (JSON escapes quotes and newlines), and its
+    code is its code cells."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    code: list[str] = [text] if path.suffix == ".py" else []
+    if path.suffix == ".ipynb":
+        with contextlib.suppress(ExportError):
+            cells = read_notebook(path)["cells"]
+            text += "\n" + "\n".join(cell_source(c) for c in cells)
+            code = [cell_source(c) for c in cells if c.get("cell_type") == "code"]
+    return text, code
+
+
+def _code_leaks(
+    shown: Path, source: str, definitions: dict[str, str], values: dict[str, str]
+) -> list[str]:
+    """A secret definition copied into `source`, or a secret value assigned in it."""
+    problems = [
+        f"{shown}: a copy of {name} (from {definitions[tree]})"
+        for tree, name in _definitions(source, minimum=1)
+        if tree in definitions
+    ]
+    for value in _literals(source) & values.keys():
+        problems.append(f"{shown}: the value {value[:60]} (from {values[value]})")
+    return problems
+
+
+def _answer_leaks(
+    shown: Path, source: str, names: dict[str, str], taught: set[tuple[str, str]]
+) -> list[str]:
+    """A build's answer defined in `source` of a file that is not the exercise, unless it is
+    a concept notebook that teaches it."""
+    return [
+        f"{shown}: defines {names[name]} (only the exercise, or a concept"
+        " notebook that teaches it, may)"
+        for name in sorted(_top_level(source) & names.keys())
+        if (shown.as_posix(), name) not in taught
+    ]
 
 
 def _comments(source: str) -> set[str]:

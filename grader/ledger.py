@@ -233,14 +233,29 @@ def _walk(
     if not isinstance(value, dict):
         return
     if "vrun" in value:
-        index = value["vrun"]
-        if type(index) is int:
-            named.append(index)
-        run = ledger[index] if type(index) is int and 0 <= index < len(ledger) else None
-        if run is not None and run.void:
-            run = None
-        if run is None:
-            value["vrun"] = None
+        run = _named_run(value, ledger, named)
+    _stamp(value, run, read)
+    for key, item in value.items():
+        if key != "requests":
+            _walk(item, run, ledger, read, named)
+
+
+def _named_run(value: dict[str, JSON], ledger: list[Run], named: list[int]) -> Run | None:
+    """The run a ``"vrun"`` key names (kept in `named`), or None, and then the key is set to
+    None too, when it names no run of the ledger or a void one."""
+    index = value["vrun"]
+    if type(index) is int:
+        named.append(index)
+    run = ledger[index] if type(index) is int and 0 <= index < len(ledger) else None
+    if run is not None and run.void:
+        run = None
+    if run is None:
+        value["vrun"] = None
+    return run
+
+
+def _stamp(value: dict[str, JSON], run: Run | None, read: Callable[[JSON], bytes | None]) -> None:
+    """Set the timed keys of one observation (and its requests) from `run`'s ledger."""
     for key in TIMED:
         if key in value:
             value[key] = _timed(key, run)
@@ -248,9 +263,6 @@ def _walk(
         value["calls"] = len(value["times"]) if run is not None else None
     if isinstance(value.get("requests"), list):
         value["requests"] = _requests(value["requests"], run, read(value.get("file")))
-    for key, item in value.items():
-        if key != "requests":
-            _walk(item, run, ledger, read, named)
 
 
 def _timed(key: str, run: Run | None) -> JSON:

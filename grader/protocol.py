@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, get_args
 
 #: Exit code of a worker that failed itself after its walls were up. A learner's code can
 #: exit with it too, so it is only ever read as the learner's.
@@ -35,11 +35,19 @@ CRASHED = 70
 #: alone), the probes module's text, and the folder that receives the worker's artefacts.
 JOB_FDS = ("results", "output", "private", "suite", "artefacts")
 
-WallsMode = str
+WallsMode = Literal["bwrap", "off", "container"]
 """``"bwrap"`` (walls raised by bubblewrap and each worker), ``"off"`` (none: the instructor's
 explicit choice) or ``"container"`` (none raised here: one submission per disposable
 container, whose walls are trusted)."""
-WALLS_MODES = ("bwrap", "off", "container")
+WALLS_MODES: tuple[WallsMode, ...] = get_args(WallsMode)
+
+
+def walls_mode(text: str) -> WallsMode:
+    """`text` as one of the `WALLS_MODES`; ValueError when it names none."""
+    for mode in WALLS_MODES:
+        if text == mode:
+            return mode
+    raise ValueError(f"not a walls mode: {text!r}")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from pathlib import Path
 from grader.cache import replace_file
 from grader.cleanup import remove_partials
 from grader.escape import code, csv_cell, fenced, file_names, markdown
-from grader.grades import ClassReport, LearnerGrade, one_line
+from grader.grades import BuildGrade, ClassReport, LearnerGrade, one_line
 from grader.results import Outcome, SubmissionResult, TestResult
 
 #: How much of a judge's message the feedback shows (lines, characters per line).
@@ -199,41 +199,7 @@ def feedback_md(learner: LearnerGrade, *, full: bool = False) -> str:
         f" what it called, what came back and what it expected; {hidden}."
     )
     for build in learner.builds:
-        entry = build.entry
-        out += ["", f"## {entry.number} · {entry.title}: {build.score} of {build.max_score}", ""]
-        if build.status == "not submitted":
-            out.append(
-                f"Not submitted: no `{entry.number}_*.ipynb` in your folder"
-                f" (the workbook's is `{entry.path}`)."
-            )
-            continue
-        if build.found.shown:
-            out.append(f"Graded from {code(build.found.shown)}.")
-        if build.status != "graded":
-            why = build.found.problem or shown_reason(build.result, build.result.reason, full=full)
-            why = one_line(why, 600)
-            out += ["", f"**{build.status}**: " + markdown(why)]
-        out += ["", "| | test | points |", "|---|---|---|"]
-        for test in build.result.tests:
-            mark = "✓" if test.passed else "✗"
-            seen = "" if test.visible else " (hidden)"
-            out.append(f"| {mark} | `{test.name}`{seen} | {test.points} of {test.max_points} |")
-        failed = [t for t in build.result.tests if not t.passed]
-        shared = build.result.status == "error" and all(
-            t.message == build.result.reason for t in failed
-        )
-        if failed and not shared:
-            hints = {t.name: t.hint for t in entry.every_test}
-            for test in failed:
-                out += ["", f"### ✗ `{test.name}` ({test.points} of {test.max_points})", ""]
-                told = shown_failure(test, None, full=full)
-                out.append(fenced(told) if test.visible or full else told)
-                if hints.get(test.name):
-                    out += ["", f"Hint: {hints[test.name]}"]
-        elif failed:
-            out += ["", "Every test above failed for that one reason. Start with the hints:"]
-            for spec in entry.every_test:
-                out.append(f"- `{spec.name}`: {spec.hint}")
+        out += _build_md(build, full)
     if learner.reteach:
         out += ["", "## What to look at again", ""]
         out += [f"- {markdown(line)}" for line in learner.reteach]
@@ -241,6 +207,55 @@ def feedback_md(learner: LearnerGrade, *, full: bool = False) -> str:
         out += ["", "## About your folder", ""]
         out += [f"- {markdown(one_line(n, 600))}" for n in [learner.problem, *learner.notes] if n]
     return "\n".join(out) + "\n"
+
+
+def _build_md(build: BuildGrade, full: bool) -> list[str]:
+    """One build's section of the feedback: its score, where it was graded from, why it was
+    not graded through, its tests, and what each failure said."""
+    entry = build.entry
+    out = ["", f"## {entry.number} · {entry.title}: {build.score} of {build.max_score}", ""]
+    if build.status == "not submitted":
+        out.append(
+            f"Not submitted: no `{entry.number}_*.ipynb` in your folder"
+            f" (the workbook's is `{entry.path}`)."
+        )
+        return out
+    if build.found.shown:
+        out.append(f"Graded from {code(build.found.shown)}.")
+    if build.status != "graded":
+        why = build.found.problem or shown_reason(build.result, build.result.reason, full=full)
+        why = one_line(why, 600)
+        out += ["", f"**{build.status}**: " + markdown(why)]
+    out += ["", "| | test | points |", "|---|---|---|"]
+    for test in build.result.tests:
+        mark = "✓" if test.passed else "✗"
+        seen = "" if test.visible else " (hidden)"
+        out.append(f"| {mark} | `{test.name}`{seen} | {test.points} of {test.max_points} |")
+    return out + _failures_md(build, full)
+
+
+def _failures_md(build: BuildGrade, full: bool) -> list[str]:
+    """What each failed test of `build` said, with its hint; when they all failed for the
+    build's one reason (it did not load), the hints alone."""
+    entry = build.entry
+    failed = [t for t in build.result.tests if not t.passed]
+    shared = build.result.status == "error" and all(
+        t.message == build.result.reason for t in failed
+    )
+    out: list[str] = []
+    if failed and not shared:
+        hints = {t.name: t.hint for t in entry.every_test}
+        for test in failed:
+            out += ["", f"### ✗ `{test.name}` ({test.points} of {test.max_points})", ""]
+            told = shown_failure(test, None, full=full)
+            out.append(fenced(told) if test.visible or full else told)
+            if hints.get(test.name):
+                out += ["", f"Hint: {hints[test.name]}"]
+    elif failed:
+        out += ["", "Every test above failed for that one reason. Start with the hints:"]
+        for spec in entry.every_test:
+            out.append(f"- `{spec.name}`: {spec.hint}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -283,7 +298,7 @@ def summary_rows(report: ClassReport) -> list[SummaryRow]:
             broken = [r for b, r in failing if b.result.status == "error"]
             not_done = [r for b, r in failing if b.result.status != "error" and _not_done(r)]
             wrong = [r for b, r in failing if b.result.status != "error" and not _not_done(r)]
-            firsts = collections.Counter(_first_line(r.message) for r in wrong)
+            firsts = collections.Counter(_first_line(r) for r in wrong)
             common, count = min(firsts.items(), key=lambda kv: (-kv[1], kv[0]), default=("", 0))
             row = SummaryRow(
                 build=entry.number,
@@ -307,11 +322,14 @@ def _not_done(result: TestResult) -> bool:
     return result.kind is Outcome.NOT_DONE
 
 
-def _first_line(message: str) -> str:
-    """The line that says most about a failure: the ``got:`` line when there is one."""
-    lines = message.splitlines() or [""]
-    got = next((ln for ln in lines if ln.startswith("got:")), lines[0])
-    return one_line(got, MESSAGE_WIDTH)
+def _first_line(result: TestResult) -> str:
+    """The line that says most about a failure: what came back, as the message's ``got:``
+    line says it, when the judge said; else the message's first line."""
+    if result.got is not None:
+        line = "got: " + (result.got.splitlines() or [""])[0]
+    else:
+        line = (result.message.splitlines() or [""])[0]
+    return one_line(line, MESSAGE_WIDTH)
 
 
 def summary_csv(rows: Sequence[SummaryRow]) -> str:

@@ -8,10 +8,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from workbook.manifest import Entry
 
 ProbeStatus = Literal["done", "timeout", "crashed", "error", "not run", "void", "load failed"]
 SubmissionStatus = Literal["graded", "partial", "error"]
+#: How a grader fault's message begins, wherever it is worded: the one form learners see.
+GRADER_FAULT = "grader error:"
 
 
 class Outcome(StrEnum):
@@ -89,6 +94,9 @@ class TestResult:
     message: str = ""
     visible: bool = False
     kind: Outcome = Outcome.PASSED
+    got: str | None = None
+    """What came back, when the judge's message says (its ``got:`` line): what the class
+    summary counts of a wrong answer. None when the message says no such thing."""
 
     @property
     def passed(self) -> bool:
@@ -137,3 +145,20 @@ class SubmissionResult:
         data = asdict(self)
         data["score"], data["max_score"] = self.score, self.max_score
         return data
+
+
+def zero_results(entry: Entry, reason: str, kind: Outcome) -> tuple[TestResult, ...]:
+    """Every learner test of `entry` at zero for one reason (its notebook was not read)."""
+    return tuple(
+        TestResult(spec.name, 0, spec.points, reason, True, kind) for spec in entry.learner_tests
+    )
+
+
+def all_zero(
+    build: str, entry: Entry, label: str, reason: str, kind: Outcome, seconds: float = 0.0
+) -> SubmissionResult:
+    """Every test of `entry`, its checks then its learner tests, at zero for one reason (the
+    build never got to its tests): an ``"error"`` result of build `build`."""
+    tests = tuple(TestResult(t.name, 0, t.points, reason, t.visible, kind) for t in entry.tests)
+    tests += zero_results(entry, reason, kind)
+    return SubmissionResult(build, label, "error", reason, tests, seconds)

@@ -42,6 +42,7 @@ from grader.forkclient import SCRATCH_ROOT, ForkServer, digest
 from grader.judging import Observed, verdict
 from grader.protocol import Exit, Job, Private, Reply, WallsMode
 from grader.results import (
+    GRADER_FAULT,
     Outcome,
     ProbeRecord,
     ProbeRun,
@@ -49,15 +50,17 @@ from grader.results import (
     SubmissionResult,
     SubmissionStatus,
     TestResult,
+    all_zero,
+    zero_results,
 )
 from grader.sandbox import Isolation, Limits
 from grader.stream import ResultStream, exit_reason, read_chunk, timeout_reason, void_reason
 from grader.suites import Suite, load_suite, module_name
-from grader.wheats import TestCells, grade_learner_tests, read_test_cells, zero_results
+from grader.wheats import TestCells, grade_learner_tests, read_test_cells
 from workbook import buildfolder, siblings
 from workbook.errors import WorkbookError
 from workbook.export import export_source
-from workbook.manifest import Entry, load_manifest, repo_root
+from workbook.manifest import Entry, TestSpec, load_manifest, repo_root
 
 #: The two interpreters' hash seeds: explicit and different (seeding both to 0 would hide
 #: keys that depend on `hash()` or on the iteration order of a set of strings).
@@ -67,9 +70,6 @@ HASHSEEDS = ("1", "2")
 #: walls are an allowlist, so none of it is there anyway; these are covered as well should an
 #: allowed folder ever hold one of them.
 SECRET_PARTS = (".git", "solutions")
-#: Old spelling of a grader fault, for callers that still read reasons: read
-#: `SubmissionResult.grader_fault` (or a test's `kind`) instead.
-GRADER_FAULT = "grader error:"
 
 
 class WallsUnavailable(WorkbookError):
@@ -90,6 +90,23 @@ class JobEnd:
 
 def _fault(what: str) -> str:
     return f"{GRADER_FAULT} {what} (not your submission's fault; tell your instructor)"
+
+
+def _judged(spec: TestSpec, suite: Suite, run: ProbeRun, observed: Observed) -> TestResult:
+    """The hidden test `spec` of a submission whose probes made `run`, as its judge says."""
+    judge = suite.judges.by_name.get(spec.name)
+    got = None
+    if judge is None:
+        kind = Outcome.GRADER_FAULT
+        problem = f"no judge for {spec.name} in the hidden suite"
+    elif run.load_error is not None:
+        kind = Outcome.GRADER_FAULT if run.load_fault else Outcome.NOT_LOADED
+        problem = run.load_error
+    else:
+        judged = verdict(judge, observed)
+        kind, problem, got = judged.kind, str(judged.message), judged.got
+    points = spec.points if kind is Outcome.PASSED else 0
+    return TestResult(spec.name, points, spec.points, problem, spec.visible, kind, got)
 
 
 class Runner:
@@ -224,14 +241,16 @@ class Runner:
         try:
             source = export_source(notebook)
         except WorkbookError as exc:
-            return self._all_zero(build, entry, str(notebook), str(exc), start)
+            reason = str(exc)
         except OSError as exc:
             reason = f"{notebook}: cannot be read: {exc}"
-            return self._all_zero(build, entry, str(notebook), reason, start)
-        cells = read_test_cells(notebook) if entry.learner_tests else None
-        return self.grade_source(
-            build, source, label=str(notebook), suite=suite, entry=entry, cells=cells
-        )
+        else:
+            cells = read_test_cells(notebook) if entry.learner_tests else None
+            return self.grade_source(
+                build, source, label=str(notebook), suite=suite, entry=entry, cells=cells
+            )
+        seconds = time.perf_counter() - start
+        return all_zero(build, entry, str(notebook), reason, Outcome.NOT_LOADED, seconds)
 
     def grade_source(
         self,
@@ -257,19 +276,7 @@ class Runner:
         suite = suite or load_suite(build)
         run = self.run_probes(source, suite)
         observed = Observed(run.records, source=source, artefacts=run.artefacts)
-        tests = []
-        for spec in entry.tests:
-            judge = suite.judges.by_name.get(spec.name)
-            if judge is None:
-                kind = Outcome.GRADER_FAULT
-                problem = f"no judge for {spec.name} in the hidden suite"
-            elif run.load_error is not None:
-                kind = Outcome.GRADER_FAULT if run.load_fault else Outcome.NOT_LOADED
-                problem = run.load_error
-            else:
-                kind, problem = verdict(judge, observed)
-            points = spec.points if kind is Outcome.PASSED else 0
-            tests.append(TestResult(spec.name, points, spec.points, problem, spec.visible, kind))
+        tests = [_judged(spec, suite, run, observed) for spec in entry.tests]
         self.discard(run)  # judged: the artefacts have served
         if cells is not None and run.load_error is not None:
             # A build that does not load scores zero for one reason, its own tests included.
@@ -299,15 +306,6 @@ class Runner:
             output=run.output,
             notes=tuple(run.notes),
         )
-
-    def _all_zero(
-        self, build: str, entry: Entry, label: str, reason: str, start: float
-    ) -> SubmissionResult:
-        tests = tuple(
-            TestResult(t.name, 0, t.points, reason, t.visible, Outcome.NOT_LOADED)
-            for t in entry.tests
-        ) + zero_results(entry, reason, Outcome.NOT_LOADED)
-        return SubmissionResult(build, label, "error", reason, tests, time.perf_counter() - start)
 
     # -- probes --------------------------------------------------------------------------
 

@@ -198,24 +198,43 @@ def server_command(
     # Anyone else gets a user namespace, in which the server keeps CAP_SYS_ADMIN: it makes
     # each job's namespaces and mounts (the learner's process locks itself out of it), and
     # CAP_NET_ADMIN, to bring up each job's loopback.
-    spaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
-    if root:
-        command = [found, *spaces, "--unshare-cgroup-try"]
-    else:
-        # CAP_NET_ADMIN: each job brings up the loopback of its own network namespace.
-        command = [
-            found,
-            "--unshare-all",
-            "--cap-add",
-            "CAP_SYS_ADMIN",
-            "--cap-add",
-            "CAP_NET_ADMIN",
-        ]
+    command = [found, *_namespace_args(root)]
     command += ["--die-with-parent", "--new-session", "--clearenv"]
     for name, value in environment(hashseed).items():
         command += ["--setenv", name, value]
     # First, so that a bind below one of them (a venv or a clone in /tmp) is not covered.
     command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    roots = read_only_roots(info)
+    command += _system_args(info, roots)
+    bound = [*SYSTEM, *roots]
+    command += _package_args(info, bound)
+    # What each worker puts back inside its private /tmp and /dev/shm (`walls.wall_in`).
+    keep = [b for b in bound if any(_under(b, t) and b != t for t in ("/tmp", "/dev/shm"))]
+    for secret in hide:  # only ever something inside a bound folder needs covering
+        real = os.path.realpath(secret)
+        if os.path.isdir(real) and any(_under(real, b) and real != b for b in bound):
+            command += ["--tmpfs", real, "--remount-ro", real]
+    for path in MOUNTPOINTS:
+        command += ["--dir", path]
+    command = _searchable_parents(command)
+    command += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/"]
+    module = module or "grader.child.forkserver"
+    return [*command, python, "-s", "-P", "-m", module, *argv, json.dumps(keep)]
+
+
+def _namespace_args(root: bool) -> list[str]:
+    """The namespaces the server is unshared into: root's, or an unprivileged user's."""
+    spaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+    if root:
+        return [*spaces, "--unshare-cgroup-try"]
+    # CAP_NET_ADMIN: each job brings up the loopback of its own network namespace.
+    return ["--unshare-all", "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_NET_ADMIN"]
+
+
+def _system_args(info: Interpreter, roots: list[str]) -> list[str]:
+    """The system's folders and files read-only (links as links), then the interpreter's
+    `roots`; the source folders the interpreter does not need are covered."""
+    command: list[str] = []
     for path in SYSTEM:
         if os.path.islink(path):
             command += ["--symlink", os.readlink(path), path]
@@ -223,14 +242,19 @@ def server_command(
             command += ["--ro-bind", path, path]
     for path in ETC:
         command += ["--ro-bind-try", path, path]
-    roots = read_only_roots(info)
     for path in roots:
         command += ["--ro-bind", path, path]
     needed = (info.base_prefix, info.prefix, *info.path)
     for path in SOURCE_FOLDERS:
         if os.path.isdir(path) and not any(p and _under(os.path.realpath(p), path) for p in needed):
             command += ["--tmpfs", path, "--remount-ro", path]
-    bound = [*SYSTEM, *roots]
+    return command
+
+
+def _package_args(info: Interpreter, bound: list[str]) -> list[str]:
+    """The project's packages the child imports, each bound unless `bound` already holds it
+    (what is bound is added to `bound`); of the grader, only its child runtime."""
+    command: list[str] = []
     for name in ("etl", "workbook"):
         folder = info.packages.get(name)
         if folder and not any(_under(folder, b) for b in bound):
@@ -255,18 +279,7 @@ def server_command(
             bound.append(os.path.join(grader, part))
         if inside:
             command += ["--remount-ro", grader]
-    # What each worker puts back inside its private /tmp and /dev/shm (`walls.wall_in`).
-    keep = [b for b in bound if any(_under(b, t) and b != t for t in ("/tmp", "/dev/shm"))]
-    for secret in hide:  # only ever something inside a bound folder needs covering
-        real = os.path.realpath(secret)
-        if os.path.isdir(real) and any(_under(real, b) and real != b for b in bound):
-            command += ["--tmpfs", real, "--remount-ro", real]
-    for path in MOUNTPOINTS:
-        command += ["--dir", path]
-    command = _searchable_parents(command)
-    command += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/"]
-    module = module or "grader.child.forkserver"
-    return [*command, python, "-s", "-P", "-m", module, *argv, json.dumps(keep)]
+    return command
 
 
 def _searchable_parents(command: list[str]) -> list[str]:

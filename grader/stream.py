@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.ledger import MAX_TICKS, Tick, tick_of
+from grader.ledger import JSON, MAX_TICKS, Tick, tick_of
 from grader.protocol import REPORTS, Event, Limits
 from grader.results import ProbeRecord
 
@@ -30,6 +30,108 @@ _SIGNALS = {
     signal.SIGSEGV: "the interpreter crashed (segmentation fault)",
     signal.SIGABRT: "the interpreter aborted",
 }
+
+
+# ---------------------------------------------------------------------------------------
+# The worker's lines, read once: each line of the results pipe becomes one of these (the
+# wire stays JSON, `grader.protocol.Event`); the stream then never looks into a dict.
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """``loaded``: the answers ran to their end."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class LoadFailed:
+    """``load_error``: the answers did not load; `error` is ``"timeout"`` or what they
+    raised, `line` the exported line it came from, when known."""
+
+    kind: str
+    error: JSON
+    line: JSON
+
+
+@dataclass(frozen=True)
+class Started:
+    """``start``: the worker starts probe `probe`."""
+
+    kind: str
+    probe: JSON
+
+
+@dataclass(frozen=True)
+class Ticked:
+    """``tick``: one line of the ledger of virtual time; `tick` None when the line is not in
+    any of the ledger's shapes (a deviation once a probe runs)."""
+
+    kind: str
+    tick: Tick | None
+
+
+@dataclass(frozen=True)
+class Reported:
+    """A probe's report (`REPORTS`): ``done`` with its observation `obs`, ``timeout``, or
+    ``probe_error`` with its `error`; `seconds` None when it is not a duration."""
+
+    kind: str
+    probe: JSON
+    seconds: float | None
+    obs: JSON = None
+    error: JSON = None
+
+
+@dataclass(frozen=True)
+class Ended:
+    """``end``: the worker's last report."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A line whose ``event`` the protocol does not have (always a deviation)."""
+
+    kind: str
+
+
+WorkerEvent = Loaded | LoadFailed | Started | Ticked | Reported | Ended | Unknown
+
+
+def parse_event(data: dict[str, Any]) -> WorkerEvent:
+    """One results line's JSON object, whose ``"event"`` is text, as its typed event. What
+    the fields must hold is checked where it counts (a tick or a report off its shape is a
+    deviation only while a probe runs; before, it is one for coming at the wrong time)."""
+    kind: str = data["event"]
+    if kind == Event.LOADED:
+        return Loaded(kind)
+    if kind == Event.LOAD_ERROR:
+        return LoadFailed(kind, data.get("error"), data.get("line"))
+    if kind == Event.START:
+        return Started(kind, data.get("probe"))
+    if kind == Event.TICK:
+        return Ticked(kind, _tick(data))
+    if kind in REPORTS:
+        seconds = _duration(data.get("seconds", 0.0))
+        return Reported(kind, data.get("probe"), seconds, data.get("obs"), data.get("error"))
+    if kind == Event.END:
+        return Ended(kind)
+    return Unknown(kind)
+
+
+def _tick(data: dict[str, Any]) -> Tick | None:
+    try:
+        return tick_of(data)
+    except Exception:  # off the ledger's shapes, whatever it holds: refused where it counts
+        return None
+
+
+def _duration(seconds: JSON) -> float | None:
+    if type(seconds) not in (int, float) or not 0 <= seconds < 1e6:
+        return None
+    return float(seconds)
 
 
 @dataclass
@@ -75,70 +177,78 @@ class ResultStream:
                 raise ValueError("not a report")
             if _depth(event) > MAX_DEPTH:
                 raise ValueError("nested deeper than any probe's report")
-            self._feed(event, now)
+            self._feed(parse_event(event), now)
         except Exception:  # any line the protocol does not make is a deviation
             self.deviation = "a line on the results channel that is not a probe's report"
 
-    def _feed(self, event: dict[str, Any], now: float) -> None:
-        kind = event["event"]
-        step = self.limits.probe_seconds + self.limits.grace_seconds
+    def _feed(self, event: WorkerEvent, now: float) -> None:
+        kind = event.kind
         if not self.loaded and self.load_error is None:
-            if kind == Event.LOADED:
-                self.loaded, self.deadline = True, now + step
-            elif kind == Event.LOAD_ERROR:
-                self.load_error = load_reason(event, self.source)
-            else:
-                self.deviation = f"a {kind!r} report before the answers had loaded"
-            return
-        if self.ended:
+            self._feed_load(event, now)
+        elif self.ended:
             self.deviation = f"a {kind!r} report after the worker's last one"
-            return
-        if self.current is None:
-            expected = (
-                self.names[len(self.started)] if len(self.started) < len(self.names) else None
-            )
-            if kind == Event.START and expected is not None and event.get("probe") == expected:
-                self.current = expected
-                self.started.append(expected)
-                self.unconfirmed = None
-                self.deadline = now + step
-            elif kind == Event.END and expected is None:
-                self.ended, self.unconfirmed = True, None
-            else:
-                self.deviation = f"an unexpected {kind!r} report between probes"
-            return
-        name = self.current
-        if kind == Event.TICK:
-            tick = tick_of(event)
+        elif self.current is None:
+            self._feed_between(event, now)
+        elif isinstance(event, Ticked):
+            if event.tick is None:
+                raise ValueError("not a tick")
             # Past the cap the ledger is cut, never voided: a loop polling with tiny sleeps
             # costs its own probe (its run never ends in the ledger), not the other reports.
             if len(self.ticks) < MAX_TICKS:
-                self.ticks.append(tick)
-            return
-        if event.get("probe") != name or kind not in REPORTS:
-            self.deviation = f"an unexpected {kind!r} report while {name} was running"
-            return
-        seconds = event.get("seconds", 0.0)
-        if type(seconds) not in (int, float) or not 0 <= seconds < 1e6:
+                self.ticks.append(event.tick)
+        elif not isinstance(event, Reported) or event.probe != self.current:
+            self.deviation = f"an unexpected {kind!r} report while {self.current} was running"
+        else:
+            self._feed_report(self.current, event, now)
+
+    def _step(self) -> float:
+        """How long one probe may take from its start, or from the report before it."""
+        return self.limits.probe_seconds + self.limits.grace_seconds
+
+    def _feed_load(self, event: WorkerEvent, now: float) -> None:
+        """Before the answers loaded: only ``loaded`` or ``load_error`` may come."""
+        if isinstance(event, Loaded):
+            self.loaded, self.deadline = True, now + self._step()
+        elif isinstance(event, LoadFailed):
+            self.load_error = load_reason(event, self.source)
+        else:
+            self.deviation = f"a {event.kind!r} report before the answers had loaded"
+
+    def _feed_between(self, event: WorkerEvent, now: float) -> None:
+        """Between probes: the next probe's ``start``, or ``end`` once every probe ran."""
+        expected = self.names[len(self.started)] if len(self.started) < len(self.names) else None
+        if isinstance(event, Started) and expected is not None and event.probe == expected:
+            self.current = expected
+            self.started.append(expected)
+            self.unconfirmed = None
+            self.deadline = now + self._step()
+        elif isinstance(event, Ended) and expected is None:
+            self.ended, self.unconfirmed = True, None
+        else:
+            self.deviation = f"an unexpected {event.kind!r} report between probes"
+
+    def _feed_report(self, name: str, event: Reported, now: float) -> None:
+        """The running probe's report (`REPORTS`): its record, unconfirmed until the worker
+        goes on."""
+        if event.seconds is None:
             raise ValueError("seconds is not a duration")
-        seconds = float(seconds)
-        if kind == Event.DONE:
+        if event.kind == Event.DONE:
             record = ProbeRecord(
-                self.key(name), "done", event.get("obs"), "", seconds, ledger=tuple(self.ticks)
+                self.key(name), "done", event.obs, "", event.seconds, ledger=tuple(self.ticks)
             )
-        elif kind == Event.TIMEOUT:
+        elif event.kind == Event.TIMEOUT:
             record = ProbeRecord(self.key(name), "timeout", None, timeout_reason(self.limits))
         else:
-            error = event.get("error")
+            error = event.error
             text = error if isinstance(error, str) else json.dumps(error)
             record = ProbeRecord(
-                self.key(name), "error", None, f"the probe itself failed: {text}", seconds
+                self.key(name), "error", None, f"the probe itself failed: {text}", event.seconds
             )
         self.records[name] = record
         self.ticks = []
         self.current = None
         self.unconfirmed = name
-        self.deadline = now + step
+        self.deadline = now + self._step()
 
     def take(self, chunk: bytes) -> None:
         """Feed the complete lines of what came so far; the unfinished last line waits for the
@@ -215,11 +325,11 @@ def timeout_reason(limits: Limits) -> str:
     )
 
 
-def load_reason(event: dict[str, Any], source: str) -> str:
-    error = event.get("error")
+def load_reason(event: LoadFailed, source: str) -> str:
+    error = event.error
     if error == "timeout":
         return "your answer cells did not finish running (an endless loop at the top level?)"
-    line = event.get("line")
+    line = event.line
     cell = _cell_of(line, source) if isinstance(line, int) else ""
     return f"your answer cells could not run: {error}" + (f" (in {cell})" if cell else "")
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx  # noqa: F401  (what learner tests use, imported once by the fork server)
 
-import etl.server  # noqa: F401
+import etl.server  # noqa: F401  (the server learner tests call, imported once likewise)
 from grader.observe import KINDS, Probes, ProbeTimeout
 from workbook import fixedhypothesis, vtime
 from workbook.modules import execute, fresh_module, registered

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader.judging import Judges
-from grader.results import Outcome, ProbeRecord, TestResult
+from grader.results import GRADER_FAULT, Outcome, ProbeRecord, TestResult
 from grader.suites import Suite
 from workbook import teststep
 from workbook.errors import WorkbookError
@@ -168,7 +168,7 @@ def grade_learner_tests(
         reference = reference_source(root / entry.solution)
     except WorkbookError as exc:
         return [
-            _result(s, 0, f"grader error: the reference: {exc}", Outcome.GRADER_FAULT)
+            _result(s, 0, f"{GRADER_FAULT} the reference: {exc}", Outcome.GRADER_FAULT)
             for s in entry.learner_tests
         ]
     grading = _Grading(
@@ -217,7 +217,7 @@ class _Grading:
             contract = "\n".join(c.source for c in teststep.contract_of(self.build, spec.name))
             neutral = teststep.neutral_of(self.build)
         except (KeyError, ImportError) as exc:
-            fault = f"grader error: the laid-over bugs of {spec.name}: {cut(str(exc))}"
+            fault = f"{GRADER_FAULT} the laid-over bugs of {spec.name}: {cut(str(exc))}"
             return _result(spec, 0, fault, Outcome.GRADER_FAULT)
         wheats = [
             f"{self.reference}\n{neutral}\n",
@@ -229,7 +229,7 @@ class _Grading:
             ran = self._run(f"{wheat}{neutral}\n", spec)
             if ran.get("status") == "load failed":
                 error = cut(str(ran.get("error")))
-                lost = f"grader error: {label} did not load: {error}"
+                lost = f"{GRADER_FAULT} {label} did not load: {error}"
                 return _result(spec, 0, lost, Outcome.GRADER_FAULT)
             if ran.get("passed") is not True:
                 return self._rejects_correct_code(spec, ran, label)
@@ -239,14 +239,19 @@ class _Grading:
             for wheat in wheats:
                 ran = self._run(f"{wheat}\n{bugs[name].source}", spec)
                 if ran.get("status") == "load failed":  # a laid-over bug must load: ours to fix
-                    fault = f"grader error: the laid-over bug {name} does not load"
+                    fault = f"{GRADER_FAULT} the laid-over bug {name} does not load"
                     return _result(spec, 0, fault, Outcome.GRADER_FAULT)
                 if ran.get("passed") is True:
                     caught[name] = False
                     break
             if name == spec.gate and not caught[name]:
                 break  # nothing else counts: stop here
-        words = {name: bug.words for name, bug in bugs.items()}
+        return self._scored(spec, caught, {name: bug.words for name, bug in bugs.items()})
+
+    def _scored(
+        self, spec: LearnerTestSpec, caught: dict[str, bool], words: dict[str, str]
+    ) -> TestResult:
+        """The grade of a test that passed on both wheats, from the bugs it `caught`."""
         got = score(
             points=spec.points, catches=spec.catches, gate=spec.gate, caught=caught, words=words
         )
@@ -374,8 +379,3 @@ def read_test_cells(notebook: str | Path) -> TestCells:
         return TestCells(None, str(exc))
     except Exception as exc:  # a notebook crafted to break the exporter breaks only itself
         return TestCells(None, f"cannot be read: {type(exc).__name__}")
-
-
-def zero_results(entry: Entry, reason: str, kind: Outcome) -> tuple[TestResult, ...]:
-    """Every learner test of `entry` at zero for one reason (its notebook was not read)."""
-    return tuple(_result(spec, 0, reason, kind) for spec in entry.learner_tests)

@@ -24,14 +24,29 @@ LIMIT = 200
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
-def message(call: str, got: str, expected: str, note: str = "", hint: str = "") -> str:
+class Message(str):
+    """A feedback block as text that keeps its ``got`` part: what came back, for whoever
+    needs it alone (the class summary's most common wrong answer), never parsed back out."""
+
+    got: str
+
+    def __new__(cls, text: str, got: str = "") -> Message:
+        made = super().__new__(cls, text)
+        made.got = got
+        return made
+
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]  # copy and pickle keep `got`
+        return str(self), self.got
+
+
+def message(call: str, got: str, expected: str, note: str = "", hint: str = "") -> Message:
     """The feedback block: ``called`` / ``got`` / ``expected`` lines, then the note and hint."""
     lines = [f"called:   {call}", f"got:      {got}", f"expected: {expected}"]
     if note:
         lines.append(note)
     if hint:
         lines.append(f"hint:     {hint}")
-    return "\n".join(lines)
+    return Message("\n".join(lines), got)
 
 
 def cut(text: str, limit: int = LIMIT) -> str:

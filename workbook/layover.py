@@ -180,44 +180,10 @@ _DYNAMIC = frozenset({"locals", "vars", "eval", "exec", "globals", "dir"})
 
 
 def _rename_locals(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    args = fn.args
-    params = {
-        a.arg
-        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
-        if a is not None
-    }
-    declared: set[str] = set()
-    bound: set[str] = set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Global | ast.Nonlocal):
-            declared.update(node.names)
-        elif isinstance(node, ast.Name):
-            if node.id in _DYNAMIC:
-                return False
-            if isinstance(node.ctx, ast.Store | ast.Del):
-                bound.add(node.id)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, ast.MatchAs | ast.MatchStar | ast.MatchMapping):
-            return False
-        elif isinstance(node, ast.ClassDef):
-            return False  # a class body's names are attributes, not locals
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) and (
-            node is not fn
-        ):
-            if not isinstance(node, ast.Lambda):
-                bound.add(node.name)
-            inner = node.args
-            declared.update(
-                a.arg
-                for a in (*inner.posonlyargs, *inner.args, *inner.kwonlyargs, inner.vararg)
-                if a is not None
-            )
-            if inner.kwarg is not None:
-                declared.add(inner.kwarg.arg)
-    renames = {n: f"{n}_w" for n in sorted(bound - params - declared) if not n.startswith("__")}
-    if not renames:
+    names = _renamable(fn)
+    if not names:
         return False
+    renames = {n: f"{n}_w" for n in sorted(names)}
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and node.id in renames:
             node.id = renames[node.id]
@@ -229,6 +195,41 @@ def _rename_locals(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         ):
             node.name = renames[node.name]
     return True
+
+
+def _params(args: ast.arguments) -> set[str]:
+    """Every parameter name of one signature."""
+    every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+    return {a.arg for a in every if a is not None}
+
+
+def _renamable(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names `fn` binds as its own locals (not its parameters, not declared global or
+    nonlocal, not an inner function's parameters, no dunders); none at all when its names
+    cannot be told apart safely (a dynamic name lookup, a match pattern, a class body)."""
+    declared: set[str] = set()
+    bound: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name):
+            if node.id in _DYNAMIC:
+                return set()
+            if isinstance(node.ctx, ast.Store | ast.Del):
+                bound.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchAs | ast.MatchStar | ast.MatchMapping):
+            return set()
+        elif isinstance(node, ast.ClassDef):
+            return set()  # a class body's names are attributes, not locals
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) and (
+            node is not fn
+        ):
+            if not isinstance(node, ast.Lambda):
+                bound.add(node.name)
+            declared |= _params(node.args)
+    return {n for n in bound - _params(fn.args) - declared if not n.startswith("__")}
 
 
 # ───────────────────────────────────────────────── the verdict

@@ -345,29 +345,56 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     # bug, so not even how deep the wrappers go tells them apart.
     wheats = [(list(sources.answers), neutral), (answers, f"{after}\n{neutral}")]
     twice = [(a, f"{after}\n{neutral}") for a, after in wheats] if neutral else wheats
-    for wheat_answers, wheat_after in twice:
-        still = [n for n in passing if not reports[n].wheat_failure]
+    _on_wheats(sources, twice, passing, reports)
+    judged = [n for n in passing if not reports[n].wheat_failure]
+    for bug in job.get("bugs", []):
+        _lay_bug(sources, bug, wheats, judged, reports)
+    if advice:
+        _advise(job, sources, judged, reports, ran)
+    return [asdict(r) for r in reports.values()]
+
+
+Wheat = tuple[list[str], str]
+"""One correct variant of the answers: its answer cells, and what is laid over them."""
+
+
+def _on_wheats(
+    sources: Sources,
+    wheats: Sequence[Wheat],
+    names: Sequence[str],
+    reports: dict[str, LearnerTestReport],
+) -> None:
+    """Run the tests `names` on each correct variant in turn; a test that fails on one keeps
+    why in its `wheat_failure` and is not run on the next."""
+    for wheat_answers, wheat_after in wheats:
+        still = [n for n in names if not reports[n].wheat_failure]
         attempt = _attempt(sources, wheat_answers, wheat_after, still, OWN_SECONDS)
         for name in still:
             ok, message = _passed(attempt, name)
             if not ok:
                 reports[name].wheat_failure = message
-    judged = [n for n in passing if not reports[n].wheat_failure]
-    for bug in job.get("bugs", []):
-        for name in judged:
-            reports[name].caught[bug["name"]] = True
-        for wheat_answers, wheat_after in wheats:
-            still = [n for n in judged if reports[n].caught[bug["name"]]]
-            if not still:
-                break
-            laid = f"{wheat_after}\n{bug['source']}"
-            attempt = _attempt(sources, wheat_answers, laid, still, OWN_SECONDS)
-            for name in still:
-                if _passed(attempt, name)[0]:  # a bug that does not even load is caught
-                    reports[name].caught[bug["name"]] = False
-    if advice:
-        _advise(job, sources, judged, reports, ran)
-    return [asdict(r) for r in reports.values()]
+
+
+def _lay_bug(
+    sources: Sources,
+    bug: dict[str, Any],
+    wheats: Sequence[Wheat],
+    names: Sequence[str],
+    reports: dict[str, LearnerTestReport],
+) -> None:
+    """Lay one known bug over each wheat and run the tests `names` on it: a test catches the
+    bug only when it fails on every wheat (each stops being run once it passed on one)."""
+    for name in names:
+        reports[name].caught[bug["name"]] = True
+    for wheat_answers, wheat_after in wheats:
+        still = [n for n in names if reports[n].caught[bug["name"]]]
+        if not still:
+            break
+        laid = f"{wheat_after}\n{bug['source']}"
+        attempt = _attempt(sources, wheat_answers, laid, still, OWN_SECONDS)
+        for name in still:
+            if _passed(attempt, name)[0]:  # a bug that does not even load is caught
+                reports[name].caught[bug["name"]] = False
 
 
 def _advise(

@@ -86,10 +86,8 @@ def _raw_sites(tree: ast.AST, operators: Sequence[str]) -> Iterator[tuple[str, a
     for node in ast.walk(tree):
         if "delete" in operators:
             yield from _delete_sites(node)
-        if "compare" in operators and isinstance(node, ast.Compare):
-            for i, op in enumerate(node.ops):
-                if type(op) in _FLIP:
-                    yield "compare", node, _flip_compare(i)
+        if "compare" in operators:
+            yield from _compare_sites(node)
         if "boolean" in operators:
             yield from _boolean_sites(node)
         if (
@@ -98,10 +96,8 @@ def _raw_sites(tree: ast.AST, operators: Sequence[str]) -> Iterator[tuple[str, a
             and id(node) not in docstrings
         ):
             yield from _constant_sites(node)
-        if "slice" in operators and isinstance(node, ast.Slice):
-            for bound in ("lower", "upper", "step"):
-                if getattr(node, bound) is not None:
-                    yield "slice", node, _drop_bound(bound)
+        if "slice" in operators:
+            yield from _slice_sites(node)
         if (
             "arguments" in operators
             and isinstance(node, ast.Call)
@@ -114,6 +110,22 @@ def _raw_sites(tree: ast.AST, operators: Sequence[str]) -> Iterator[tuple[str, a
         if "except" in operators and isinstance(node, ast.ExceptHandler):
             yield "except", node, _widen
             yield "except", node, _narrow
+
+
+def _compare_sites(node: ast.AST) -> Iterator[tuple[str, ast.AST, _Change]]:
+    """Each comparison operator of `node` that has a flip."""
+    if isinstance(node, ast.Compare):
+        for i, op in enumerate(node.ops):
+            if type(op) in _FLIP:
+                yield "compare", node, _flip_compare(i)
+
+
+def _slice_sites(node: ast.AST) -> Iterator[tuple[str, ast.AST, _Change]]:
+    """Each bound a slice `node` gives, to drop."""
+    if isinstance(node, ast.Slice):
+        for bound in ("lower", "upper", "step"):
+            if getattr(node, bound) is not None:
+                yield "slice", node, _drop_bound(bound)
 
 
 def _delete_sites(node: ast.AST) -> Iterator[tuple[str, ast.AST, _Change]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
 import queue
 import subprocess
@@ -25,12 +26,15 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbook.errors import WorkbookError
 from workbook.export import cell_source, cell_tags, read_notebook
 from workbook.manifest import Entry, Manifest, UnknownBuild, load_manifest, pick_builds, repo_root
 from workbook.parts import Part, run_parts
+
+if TYPE_CHECKING:
+    from workbook.progress import BuildReport
 
 ROOT = repo_root()
 BIN = Path(sys.executable).parent
@@ -176,7 +180,7 @@ def run_notebooks(paths: Sequence[Path]) -> list[NotebookRun]:
 
 def learner_check(builds: Sequence[str] = (), manifest: Manifest | None = None) -> int:
     """The learner copy's `make check` (see the module docstring); `builds` narrows it."""
-    from workbook.progress import BuildReport, build_report, next_steps, saved_note, tracked_builds
+    from workbook.progress import tracked_builds
 
     manifest = manifest or load_manifest()
     entries: list[Entry] = tracked_builds(manifest)
@@ -191,32 +195,8 @@ def learner_check(builds: Sequence[str] = (), manifest: Manifest | None = None) 
         print("No build notebook exists yet, so there is nothing to check.")
         return 0
     reports: list[BuildReport] = []
-
-    def verdicts() -> int:
-        reports.extend(build_report(manifest, entry) for entry in entries)
-        print(saved_note(reports))
-        for report in reports:
-            print(f"{report.entry.number}  {report.verdict}")
-        for report in reports:
-            if report.started and not report.done:
-                print(f"\n{report.entry.number}:")
-                print("\n".join(next_steps(report)))
-        return 0 if all(r.done for r in reports) else 1
-
-    def notebooks() -> int:
-        started = [r for r in reports if r.started]
-        skipped = [r.entry.number for r in reports if not r.started]
-        runs = run_notebooks([manifest.root / r.entry.path for r in started])
-        for run in runs:
-            shown = run.path.relative_to(manifest.root)
-            if run.problem:
-                print(f"✗ {shown}: {run.problem}")
-            else:
-                print(f"✓ {shown} runs to the end ({run.seconds:.1f} s)")
-        if skipped:
-            print(f"(not started, so not run: {', '.join(skipped)})")
-        return 1 if any(run.problem for run in runs) else 0
-
+    verdicts = functools.partial(_verdicts, manifest, entries, reports)
+    notebooks = functools.partial(_notebooks, manifest, reports)
     code = run_parts(
         [
             Part("your builds (the visible checks)", call=verdicts),
@@ -232,6 +212,38 @@ def learner_check(builds: Sequence[str] = (), manifest: Manifest | None = None) 
         if todo:
             print(f"Not done yet: {'; '.join(todo)}. `make check` passes once they are.")
     return code
+
+
+def _verdicts(manifest: Manifest, entries: Sequence[Entry], reports: list[BuildReport]) -> int:
+    """The first part of the check: each build's verdict (its report added to `reports`),
+    then the next steps of each build started and not done."""
+    from workbook.progress import build_report, next_steps, saved_note
+
+    reports.extend(build_report(manifest, entry) for entry in entries)
+    print(saved_note(reports))
+    for report in reports:
+        print(f"{report.entry.number}  {report.verdict}")
+    for report in reports:
+        if report.started and not report.done:
+            print(f"\n{report.entry.number}:")
+            print("\n".join(next_steps(report)))
+    return 0 if all(r.done for r in reports) else 1
+
+
+def _notebooks(manifest: Manifest, reports: Sequence[BuildReport]) -> int:
+    """The second part: every started build's notebook run top to bottom."""
+    started = [r for r in reports if r.started]
+    skipped = [r.entry.number for r in reports if not r.started]
+    runs = run_notebooks([manifest.root / r.entry.path for r in started])
+    for run in runs:
+        shown = run.path.relative_to(manifest.root)
+        if run.problem:
+            print(f"✗ {shown}: {run.problem}")
+        else:
+            print(f"✓ {shown} runs to the end ({run.seconds:.1f} s)")
+    if skipped:
+        print(f"(not started, so not run: {', '.join(skipped)})")
+    return 1 if any(run.problem for run in runs) else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,14 +18,14 @@ stays in the memory the next learner's job is cloned from. Every message is spel
 from __future__ import annotations
 
 # Imported once here, so that every worker starts with them loaded (fork copies them).
-import asyncio  # noqa: F401
+import asyncio  # noqa: F401  (preloaded: the answers' async code runs on it)
 import contextlib
 import gc
 import hashlib
 import json
-import math  # noqa: F401
+import math  # noqa: F401  (preloaded: answers import it)
 import os
-import random  # noqa: F401
+import random  # noqa: F401  (preloaded: answers and probes import it)
 import select
 import signal
 import socket
@@ -33,9 +33,9 @@ import sys
 import time
 from typing import Any
 
-import looptime  # noqa: F401
+import looptime  # noqa: F401  (preloaded: the probes' virtual time)
 
-import etl  # noqa: F401
+import etl  # noqa: F401  (preloaded: the package the answers build on)
 from grader.child import walls
 from grader.child.worker import Fds, Plan, first
 from grader.observe import Probes, safe_text
@@ -48,6 +48,7 @@ from grader.protocol import (
     Request,
     decode_request,
     encode_reply,
+    walls_mode,
 )
 from workbook.modules import execute, fresh_module
 
@@ -60,7 +61,7 @@ KILL_PATIENCE = 2.0
 def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
     keep = tuple(json.loads(argv[3]))
-    plan = Plan(mode=argv[1], privileged=os.geteuid() == 0, uid=int(argv[2]), keep=keep)
+    plan = Plan(mode=walls_mode(argv[1]), privileged=os.geteuid() == 0, uid=int(argv[2]), keep=keep)
     walls.die_with_parent()
     walls.become_subreaper()
     ready = Ready(

@@ -39,7 +39,7 @@ from grader.observe import (
     raised,
     safe_text,
 )
-from grader.protocol import CRASHED, Event, Job, Limits, Private
+from grader.protocol import CRASHED, Event, Job, Limits, Private, WallsMode
 from workbook import siblings
 from workbook.modules import execute, fresh_module
 
@@ -52,7 +52,7 @@ _armed = False
 class Plan:
     """How one fork server walls its workers in, fixed when it starts."""
 
-    mode: str
+    mode: WallsMode
     privileged: bool
     """The server is root: workers drop to `uid` (else they keep the instructor's uid)."""
     uid: int

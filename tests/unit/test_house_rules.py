@@ -202,6 +202,13 @@ def _tracked_text() -> Iterator[tuple[str, str]]:
         yield name, path.read_text(encoding="utf-8", errors="replace")
 
 
+def _judges(name: str, text: str) -> bool:
+    """Whether `text` defines the judge of `name`: a function, one a factory made, or a row of
+    a table of judges (build 08's answer key)."""
+    shapes = rf"^(def test_{name}\(|test_{name} = |\s*\(\"{name}\", )"
+    return re.search(shapes, text, re.MULTILINE) is not None
+
+
 def test_a_graded_tests_name_lives_in_its_build_folder_only() -> None:
     """A graded test's name is written in ``build.toml``, ``hidden/probes.py``, its judge
     module (``hidden/test_*.py``) and, when it is visible, its check (``visible/``); nowhere
@@ -223,10 +230,10 @@ def test_a_graded_tests_name_lives_in_its_build_folder_only() -> None:
             n
             for n in texts
             if re.match(rf"^{folder}hidden/test_\w+\.py$", n)
-            and any(re.search(rf"\bdef test_{t.name}\b", texts[n]) for t in entry.tests)
+            and any(_judges(t.name, texts[n]) for t in entry.tests)
         ]
         for spec in entry.tests:
-            defined = [n for n in judges if re.search(rf"\bdef test_{spec.name}\b", texts[n])]
+            defined = [n for n in judges if _judges(spec.name, texts[n])]
             assert len(defined) == 1, f"{spec.name}: judged in {defined or 'no module'}"
     assert elsewhere == {}, "name each graded test only in its build's folder"
 

@@ -100,7 +100,7 @@ def test_a_hot_journal_left_by_a_kill_is_rolled_back(
 
 
 def test_a_kept_jsonl_file_is_read_as_a_restart_reads_it(tmp_path: Path) -> None:
-    from builds.build05.hidden.test_judges import kept_ids
+    from builds.build05.hidden.expected import kept_ids
 
     def ids(data: bytes) -> list[JSON]:
         (tmp_path / "run.jsonl").write_bytes(data)
