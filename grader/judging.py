@@ -2,12 +2,12 @@
 
 A judge is a plain pytest test, ``test_<name>(observed)`` in one of a suite's judge modules
 (``test_*.py``): the batch grader calls it directly, ``pytest builds/buildNN/hidden
---submission PATH`` through pytest. It compares what the probes reported with values computed here, in the grading
-process, from inputs chosen here; those values never enter the child. Everything the child
-reports is a claim (the learner's code shares its process and can forge any of it), so a
-judge never compares observed values only with each other: lengths are checked strictly, seeded
-inputs are drawn again here (`Observed.seeded`), files are read here (`Observed.database`,
-`Observed.artefact`), exceptions are judged by class (`raises`).
+--submission PATH`` through pytest. It compares what the probes reported with values computed
+here, in the grading process, from inputs chosen here; those values never enter the child.
+Everything the child reports is a claim (the learner's code shares its process and can forge
+any of it), so a judge never compares observed values only with each other: lengths are checked
+strictly, seeded inputs are drawn again here (`Observed.seeded`), files are read here
+(`Observed.database`, `Observed.artefact`), exceptions are judged by class (`raises`).
 
 Comparisons are exact in type (``1`` is not ``1.0``, ``True`` is not ``1``, a ``str`` subclass
 is not a ``str``) because `observe.plain` records the exact type of everything it could not
