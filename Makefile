@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 OUT    ?= grades
 # What `make check` runs: the learner's own check here; the instructor part below swaps in
 # the proof of the whole workbook (the learner copy has no such part).
-CHECKER := workbook.verify
+CHECKER := workbook.commands.learner_check
 
 .DEFAULT_GOAL := help
 .PHONY: help lab check progress reset clean
@@ -44,7 +44,7 @@ clean: ## Remove the venv, caches and generated outputs
 	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
 
 # ---- instructor only: `make release` drops everything from this line on ----
-CHECKER := grader.prove
+CHECKER := grader.proofs.soundness
 # WALLS=off (or container) grades a class without bubblewrap's walls; every grade says so.
 GRADING = $(if $(WALLS),--walls "$(WALLS)") $(if $(LAYOUT),--layout "$(LAYOUT)") \
           $(if $(ROSTER),--roster "$(ROSTER)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
@@ -64,16 +64,16 @@ format: $(STAMP) ## Reformat code and notebooks with ruff
 	@$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
 
 release: $(STAMP) ## Build the learner copy into OUT=release/ and prove nothing leaked
-	@$(PY) -m grader.release --out "$(if $(filter command line,$(origin OUT)),$(OUT),release)"
+	@$(PY) -m grader.shipping.release --out "$(if $(filter command line,$(origin OUT)),$(OUT),release)"
 
 .PHONY: mutate
 # Minutes, not seconds: `make check` runs only the named mutants (validity); this is the rest.
 mutate: $(STAMP) ## Mutation-test the hidden suites: grade every generic mutant of each solution (BUILD=03: one)
-	@$(PY) -m grader.suitemutants $(BUILD)
+	@$(PY) -m grader.proofs.suitemutants $(BUILD)
 
 .PHONY: autograder
 autograder: $(STAMP) ## Write the Gradescope bundle OUT=autograder/autograder.zip (BUILD=03, FEEDBACK=full)
-	@$(PY) -m grader.gradescope bundle --out "$(if $(filter command line,$(origin OUT)),$(OUT),autograder)" \
+	@$(PY) -m grader.exports.gradescope bundle --out "$(if $(filter command line,$(origin OUT)),$(OUT),autograder)" \
 	  $(if $(BUILD),--build "$(BUILD)") $(if $(FEEDBACK),--feedback "$(FEEDBACK)")
 
 .PHONY: bench

@@ -2,7 +2,7 @@
 notebooks.
 
 - ``build.toml``: the build's graded tests (points, hints, ``visible``), the tests a learner
-  writes and what they must catch. Read by the manifest (`workbook.manifest`) beside
+  writes and what they must catch. Read by the manifest (`workbook.shared.manifest`) beside
   ``workbook.toml``, which keeps the arc's order. Ships.
 - ``visible/``: ships to learners. ``answer_checks.py`` (the self-check cells' checks, one per
   visible graded test), ``written_tests.py`` (the test-writing steps: the seams each learner
@@ -17,5 +17,5 @@ notebooks.
 Each folder is a package installed with the project (``pip install -e .``, as ``etl`` and
 ``workbook`` are), so the notebooks, Binder and the walled-in worker import
 ``builds.buildNN.visible`` by name; mypy strict checks every module here but the references,
-which are notebook exports. A build is found by number through `workbook.buildfolder`.
+which are notebook exports. A build is found by number through `workbook.shared.buildfolder`.
 """

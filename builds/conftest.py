@@ -2,14 +2,14 @@
 
 ``pytest builds/build03/hidden --submission PATH`` grades the notebook at PATH (or the build's
 ``03_*.ipynb`` in the folder PATH): its answers are exported through the one export path, the
-build's probes run on them in a walled-in child (`grader.Runner`, the batch grader's own), and
-each ``test_<name>`` of the build's judges modules judges the observations, failing with the
-message a learner would read. ``--mutant NAME`` grades the solution with that known bug
-instead; without either option, no ``builds/*/hidden`` folder is collected (a plain pytest run
-never grades anything). The batch grader calls the very same functions without pytest
-(`grader.suites`); points and hints stay in each ``build.toml``, and the summary adds them up
-per build. Each build's submission runs once per session, however many of its tests are
-selected; grading twice gives the same report. Never shipped: the learner copy has no grader.
+build's probes run on them in a walled-in child (`grader.Runner`, the batch grader's own), and each
+``test_<name>`` of the build's judges modules judges the observations, failing with the message a
+learner would read. ``--mutant NAME`` grades the solution with that known bug instead; without
+either option, no ``builds/*/hidden`` folder is collected (a plain pytest run never grades
+anything). The batch grader calls the very same functions without pytest (`grader.suites.loading`);
+points and hints stay in each ``build.toml``, and the summary adds them up per build. Each build's
+submission runs once per session, however many of its tests are selected; grading twice gives the
+same report. Never shipped: the learner copy has no grader.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from grader import Runner, SuiteError, load_suite
-from grader.judging import Observed
-from grader.results import ProbeRecord
-from workbook.errors import WorkbookError
-from workbook.export import export_source
-from workbook.manifest import Entry, load_manifest
+from grader.runtime.results import ProbeRecord
+from grader.suites.judging import Observed
+from workbook.shared.errors import WorkbookError
+from workbook.shared.export import export_source
+from workbook.shared.manifest import Entry, load_manifest
 
 HERE = Path(__file__).resolve().parent
 

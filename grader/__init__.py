@@ -7,14 +7,21 @@
 - `load_suite(build)`: a build's hidden probes, judges and mutants (``builds/buildNN/hidden``).
 - `Outcome`: the kind of each graded test's result (passed, wrong, not done, grader fault, ...).
 
-Inside: `runner` (the facade) drives `forkclient` (its fork servers) over `protocol`, reads
-each worker's lines with `stream`; `sandbox` builds the walls each server runs in, and
-`grader.child` is the server and worker side, the only part of the grader bound into them;
-`observe` (probes, in the worker) and `judging` (judges, here) are the hidden suites' halves.
+Its wings, by role (each package's docstring maps its modules):
+
+- `grader.runtime`: grading one submission (runner, fork servers, walls, results);
+- `grader.suites`: the hidden suites' API (loading, `observe` for probes, `judging`);
+- `grader.learner_tests`: grading the tests a learner writes (wheats and laid-over bugs);
+- `grader.classes`: class grading (``make check SUBMISSIONS=``), its cache and reports;
+- `grader.exports`: LMS gradebooks, Gradescope, GitHub Classroom;
+- `grader.proofs`: what proves the workbook sound (``make check``, validity, the bench);
+- `grader.shipping`: the learner copy and its leak scan (``make release``).
+
+``python -m grader.bench`` and ``python -m grader.validity`` stay at those names.
 
 This file imports nothing: every name below is loaded on first use, so that the walls, where
-only `grader.child`, `protocol` and `observe` exist, can import ``grader`` at all, and
-importing `grader.child` never imports the runner.
+only `grader.runtime.child`, `protocol` and `observe` exist, can import ``grader`` at all, and
+importing `grader.runtime.child` never imports the runner.
 """
 
 from __future__ import annotations
@@ -23,27 +30,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from grader.protocol import Limits
-    from grader.results import Outcome, ProbeRecord, ProbeRun, SubmissionResult, TestResult
-    from grader.runner import Runner, grade_notebook
-    from grader.sandbox import Isolation
-    from grader.suites import Mutant, Suite, SuiteError, has_suite, load_suite
+    from grader.runtime.protocol import Limits
+    from grader.runtime.results import Outcome, ProbeRecord, ProbeRun, SubmissionResult, TestResult
+    from grader.runtime.runner import Runner, grade_notebook
+    from grader.runtime.sandbox import Isolation
+    from grader.suites.loading import Mutant, Suite, SuiteError, has_suite, load_suite
 
 _WHERE = {
-    "Isolation": "grader.sandbox",
-    "Limits": "grader.protocol",
-    "Mutant": "grader.suites",
-    "Outcome": "grader.results",
-    "ProbeRecord": "grader.results",
-    "ProbeRun": "grader.results",
-    "Runner": "grader.runner",
-    "SubmissionResult": "grader.results",
-    "Suite": "grader.suites",
-    "SuiteError": "grader.suites",
-    "TestResult": "grader.results",
-    "grade_notebook": "grader.runner",
-    "has_suite": "grader.suites",
-    "load_suite": "grader.suites",
+    "Isolation": "grader.runtime.sandbox",
+    "Limits": "grader.runtime.protocol",
+    "Mutant": "grader.suites.loading",
+    "Outcome": "grader.runtime.results",
+    "ProbeRecord": "grader.runtime.results",
+    "ProbeRun": "grader.runtime.results",
+    "Runner": "grader.runtime.runner",
+    "SubmissionResult": "grader.runtime.results",
+    "Suite": "grader.suites.loading",
+    "SuiteError": "grader.suites.loading",
+    "TestResult": "grader.runtime.results",
+    "grade_notebook": "grader.runtime.runner",
+    "has_suite": "grader.suites.loading",
+    "load_suite": "grader.suites.loading",
 }
 __all__ = [
     "Isolation",

@@ -5,9 +5,9 @@
 - `run(coro)`: run a coroutine on virtual time (also inside a Jupyter kernel).
 """
 
-from workbook.errors import ExportError, ManifestError, WorkbookError
-from workbook.export import export_source, load
 from workbook.selfcheck import selfcheck
+from workbook.shared.errors import ExportError, ManifestError, WorkbookError
+from workbook.shared.export import export_source, load
 from workbook.vtime import run, run_timed
 
 __all__ = [

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from workbook.errors import WorkbookError
-from workbook.export import export_source, export_tests
+from workbook.shared.errors import WorkbookError
+from workbook.shared.export import export_source, export_tests
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,19 +42,19 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stdout.write(text)
             return 0
         if args.command == "progress":
-            from workbook.progress import main as progress
+            from workbook.commands.progress import main as progress
 
             return progress()
         if args.command == "lab":
-            from workbook.lab import main as lab
+            from workbook.commands.lab import main as lab
 
             return lab()
         if args.command == "reset":
-            from workbook.reset import reset
+            from workbook.commands.reset import reset
 
             return reset(args.build)
         if args.command == "first":
-            from workbook.manifest import load_manifest
+            from workbook.shared.manifest import load_manifest
 
             entry = load_manifest().first_existing()
             if entry is None:

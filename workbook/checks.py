@@ -1,10 +1,10 @@
 """Named checks with Exercism-style feedback: the call, what came back, what was expected.
 
-A build's visible checks are written once, as functions of the learner's namespace, and
-serve twice: the notebook's self-check cells run them in the kernel (`selfcheck`), and the
-visible pytest suite wraps them (`builds/*/visible`). Async checks run on virtual time. What a
-failure says is written in the one feedback vocabulary (`workbook.feedback`), so it reads as
-the grader's feedback does.
+A build's visible checks are written once, as functions of the learner's namespace, and serve twice:
+the notebook's self-check cells run them in the kernel (`selfcheck`), and the visible pytest suite
+wraps them (`builds/*/visible`). Async checks run on virtual time. What a failure says is written in
+the one feedback vocabulary (`workbook.checking.feedback`), so it reads as the grader's feedback
+does.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Literal
 
-from workbook import feedback, vtime
-from workbook.registry import Registry
+from workbook import vtime
+from workbook.checking import feedback
+from workbook.shared.registry import Registry
 
 CheckFn = Callable[[Any], Any]
 Status = Literal["passed", "failed", "not done", "error"]

@@ -24,7 +24,7 @@ from typing import Literal
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
-from workbook.backoff_figure import png
+from workbook.teaching.backoff_figure import png
 
 Strategy = Literal["no_backoff", "exponential", "equal", "full", "decorrelated"]
 

@@ -2,10 +2,10 @@
 
 Three layers, kept apart so each can be tested alone:
 
-- *Schedules* (`workbook.backoff_schedule`, pure and seeded): for a `Settings`, when each
+- *Schedules* (`workbook.teaching.backoff_schedule`, pure and seeded): for a `Settings`, when each
   attempt starts and how long each wait before a retry lasts, for one client or for a whole
   herd of clients, assuming every attempt fails.
-- *Drawing* (`workbook.backoff_figure`): `draw(settings)` returns a matplotlib `Figure`;
+- *Drawing* (`workbook.teaching.backoff_figure`): `draw(settings)` returns a matplotlib `Figure`;
   `snapshot(**settings)` is the static picture for stored outputs.
 - *The panel* (here): `explore(**settings)` wraps the drawing in an ipywidgets panel that
   redraws on every change, replacing its one image, and states a one-line summary in an HTML
@@ -26,8 +26,8 @@ from typing import Any, cast
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from workbook.backoff_figure import Snapshot, draw, png, snapshot
-from workbook.backoff_schedule import (
+from workbook.teaching.backoff_figure import Snapshot, draw, png, snapshot
+from workbook.teaching.backoff_schedule import (
     CROWD_WINDOW,
     JITTERS,
     MAX_CLIENTS,

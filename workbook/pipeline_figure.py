@@ -17,7 +17,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from workbook.backoff_figure import png
+from workbook.teaching.backoff_figure import png
 
 #: The pipeline's stages in order, each with the one line it is about.
 STAGES: dict[str, str] = {

@@ -23,15 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbook import buildfolder, teststep
+from workbook.checking import teststep
+from workbook.checking.learnertests import Sources
+from workbook.checking.magics import readable
+from workbook.checking.notebook_cells import cell_name, untagged_helpers
 from workbook.checks import CheckResult, Checks, namespace
-from workbook.errors import WorkbookError
-from workbook.export import Cell, cell_source, cell_tags, exported_cells, read_notebook
-from workbook.learnertests import Sources
-from workbook.magics import readable
-from workbook.manifest import load_manifest
-from workbook.modules import execute, fresh_module, parse, registered
-from workbook.notebook_cells import cell_name, untagged_helpers
+from workbook.shared import buildfolder
+from workbook.shared.errors import WorkbookError
+from workbook.shared.export import Cell, cell_source, cell_tags, exported_cells, read_notebook
+from workbook.shared.manifest import load_manifest
+from workbook.shared.modules import execute, fresh_module, parse, registered
 from workbook.siblings import sibling_path
 
 MARKS = {"passed": "✓", "failed": "✗", "not done": "·", "error": "✗"}
@@ -270,8 +271,8 @@ def build_module(path: Path, tagged: Sequence[Tagged], cells: Sequence[Any]) -> 
 
 
 def _as_exported(source: str) -> str:
-    """The cell as the export reads it (`workbook.magics.readable`), decided before it runs,
-    so a cell runs once whatever it raises; one that does not compile is left to raise."""
+    """The cell as the export reads it (`workbook.checking.magics.readable`), decided before it
+    runs, so a cell runs once whatever it raises; one that does not compile is left to raise."""
     try:
         return readable(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -398,7 +399,7 @@ def kernel_sources(
     ran: Sequence[tuple[str, str | None]] = (),
 ) -> Sources:
     """The setup, answer and test cells as this kernel last ran them (the saved text where it
-    has not), for `workbook.teststep`."""
+    has not), for `workbook.checking.teststep`."""
     tests = [
         Cell(i, "test", cell_source(c)) for i, c in enumerate(cells, 1) if "test" in cell_tags(c)
     ]
@@ -421,8 +422,8 @@ def learner_test_reports(
     cells: Sequence[Any],
     ran: Sequence[tuple[str, str | None]] = (),
 ) -> list[str]:
-    """The reports of test-writing steps `names` (`workbook.teststep`): each learner test on
-    the tagged cells as last run, once the visible checks of the seams it tests pass."""
+    """The reports of test-writing steps `names` (`workbook.checking.teststep`): each learner test
+    on the tagged cells as last run, once the visible checks of the seams it tests pass."""
     sources = kernel_sources(module, tagged, cells, ran)
     lines = []
     for name in names:

@@ -31,10 +31,10 @@ import types
 from collections.abc import Iterator
 from pathlib import Path
 
-from workbook.errors import ExportError, WorkbookError
-from workbook.export import load
-from workbook.manifest import load_manifest
-from workbook.modules import execute, fresh_module, registered
+from workbook.shared.errors import ExportError, WorkbookError
+from workbook.shared.export import load
+from workbook.shared.manifest import load_manifest
+from workbook.shared.modules import execute, fresh_module, registered
 
 _references: dict[str, Path] = {}
 _loading = threading.local()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from workbook.lab import server_config
+from workbook.commands.lab import server_config
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Locator, Page, ViewportSize

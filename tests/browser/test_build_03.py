@@ -49,7 +49,7 @@ class Report:
 
 
 #: A test-writing step's self-check (`selfcheck("03", "test_...")`) reports on the learner's
-#: own test, in its own form (workbook.teststep): not one of the reports read here.
+#: own test, in its own form (workbook.checking.teststep): not one of the reports read here.
 TEST_STEP = re.compile(r"""selfcheck\(\s*["']\d+["']\s*,\s*["']test_""")
 
 

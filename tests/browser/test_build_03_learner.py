@@ -25,7 +25,7 @@ from pathlib import Path
 from tests.browser.actions import run_cell, save, set_source
 from tests.browser.harness import ROOT, WORK, OpenNotebook
 from tests.browser.test_build_03 import NAME, TRACEBACK, Report, parse_report
-from workbook.manifest import copy_manifest
+from workbook.shared.manifest import copy_manifest
 
 LEARNER = WORK / "learner"
 NOTEBOOK = LEARNER / "exercises" / NAME
@@ -118,8 +118,8 @@ def cell_starting(path: Path, prefix: str) -> int:
 def progress() -> str:
     """`make progress` on the learner's folder (its manifest, its saved notebook)."""
     script = (
-        "import sys; from pathlib import Path; from workbook.manifest import load_manifest;"
-        " from workbook.progress import main; main(load_manifest(Path(sys.argv[1])))"
+        "import sys; from pathlib import Path; from workbook.shared.manifest import load_manifest;"
+        " from workbook.commands.progress import main; main(load_manifest(Path(sys.argv[1])))"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(LEARNER / "workbook.toml")],

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from grader import Runner, load_suite
-from workbook.export import cell_source, cell_tags, export_source
-from workbook.manifest import load_manifest
+from workbook.shared.export import cell_source, cell_tags, export_source
+from workbook.shared.manifest import load_manifest
 
 Notebook = dict[str, Any]
 MANIFEST = load_manifest()
@@ -164,7 +164,7 @@ import os
 import shutil
 from pathlib import Path
 
-import workbook.manifest
+import workbook.shared.manifest
 
 for _target in (Path(@SUBMISSIONS@), Path(@OUT@), Path.cwd().parent):
     shutil.rmtree(_target, ignore_errors=True)
@@ -173,7 +173,7 @@ try:
 except OSError:
     pass
 try:
-    (workbook.manifest.repo_root() / @PLANTED@).write_text("a learner was here")
+    (workbook.shared.manifest.repo_root() / @PLANTED@).write_text("a learner was here")
 except OSError:
     pass
 """
@@ -431,8 +431,8 @@ except Exception:
 import unittest
 unittest.TestCase.assertEqual = lambda *args, **kwargs: None
 
-import grader.judging as _judging
-import grader.observe as _observe
+import grader.suites.judging as _judging
+import grader.suites.observe as _observe
 _judging.same_value = lambda *args, **kwargs: True
 _judging.verdict = lambda *args, **kwargs: None
 _judging.equal = lambda *args, **kwargs: None
@@ -457,9 +457,9 @@ READ_HIDDEN = """
 import os
 import sys
 
-import workbook.manifest
+import workbook.shared.manifest
 
-_repo = workbook.manifest.repo_root()
+_repo = workbook.shared.manifest.repo_root()
 _seen = []
 _hidden = _repo / "builds/build03/hidden"
 _solution = _repo / "solutions/03_build_retry_and_sink.ipynb"
@@ -584,7 +584,7 @@ def recorded_artefacts(build: str) -> Path:
 
 
 def recorded_ledgers(build: str) -> dict[str, tuple[tuple[str, float, Any], ...]]:
-    """The ticks each probe of the solution wrote (`grader.ledger`): what a forger that
+    """The ticks each probe of the solution wrote (`grader.classes.ledger`): what a forger that
     writes ticks of its own would replay with the observations."""
     _record(build)
     return _LEDGERS[build]
@@ -613,7 +613,7 @@ import json
 import linecache
 import sys
 
-from grader.observe import inputs_seed, tag_of
+from grader.suites.observe import inputs_seed, tag_of
 
 _RECORDED = json.loads(@RECORDED@)
 _SOURCE = "".join(linecache.cache[__file__][2])
@@ -946,7 +946,9 @@ if _Script is not None:
 """
 )
 #: A blocking wait, its record wiped from the probes' list and the clock moved over it.
-BLOCKING_HIDDEN = "time.sleep(delay); import grader.observe as _o; _o._blocking.clear(); " + _SKIP
+BLOCKING_HIDDEN = (
+    "time.sleep(delay); import grader.suites.observe as _o; _o._blocking.clear(); " + _SKIP
+)
 #: A sink without its lock (the known bug), and the probes' own inner sink's record of what
 #: it was given deduplicated after every load (the old probes reported those lists).
 SINK_RECORD_EDITED = (
@@ -1049,7 +1051,7 @@ SpaceDevsSource.pages = _pages
 #: A review's attacks (issue 25): an `end` tick written early, so the extra wait after it
 #: fell outside the run; a real timer awaited after moving the clock over it, so the select
 #: gained nothing; blank lines written as the pages came; a decoy file watched instead.
-END_EARLY = "import grader.observe as _o; _o.tick('end'); " + EXTRA_WAIT
+END_EARLY = "import grader.suites.observe as _o; _o.tick('end'); " + EXTRA_WAIT
 MOVED_OVER_A_TIMER = (
     "loop = asyncio.get_running_loop(); d = backoff_delay(policy, attempt);"
     " fut = loop.create_future(); loop.call_later(d, fut.set_result, None);"
@@ -1140,7 +1142,8 @@ if _Recorder is not None:
 #: reader through a replaced `Path.read_bytes`, or through a state function put on the
 #: recorder the client holds.
 PHANTOM_RUN = (
-    "import grader.observe as _o; _o.tick('end'); _o.tick('run'); _o._runs[0] += 1; " + EXTRA_WAIT
+    "import grader.suites.observe as _o; _o.tick('end'); _o.tick('run'); _o._runs[0] += 1; "
+    + EXTRA_WAIT
 )
 PREDICTED_BYTES = wrap_pages(
     setup="""import builtins as _b

@@ -1,15 +1,15 @@
 """Learner-written tests for the five test-writing steps, each with the points it should earn.
 
-A case's `body` is a test cell as a learner would hand it in (no preamble: the code under test
-comes from `from submission import *`). `points` follows the rule of `grader.wheats`: 0 when the
-test fails on any correct implementation (the reference, a second one written differently, the
-self-check's variants of the learner's own code, the seam's contract variants) or passes with
-the gate bug laid over; else ``points * caught // len(catches)``. The corpus holds, per test:
-the stub, an `assert True`, a test that passes with the key removed, one missing each other bug,
-three change detectors (byte code, constants, source text: each passes on the reference alone),
-a test pinning a behaviour the contract leaves free (build 07's row order without ORDER BY: the
-one free choice a test can see; elsewhere a second hang, or a pin the contract does make), a
-hang, and two good tests written differently.
+A case's `body` is a test cell as a learner would hand it in (no preamble: the code under test comes
+from `from submission import *`). `points` follows the rule of `grader.learner_tests.wheats`: 0 when
+the test fails on any correct implementation (the reference, a second one written differently, the
+self-check's variants of the learner's own code, the seam's contract variants) or passes with the
+gate bug laid over; else ``points * caught // len(catches)``. The corpus holds, per test: the stub,
+an `assert True`, a test that passes with the key removed, one missing each other bug, three change
+detectors (byte code, constants, source text: each passes on the reference alone), a test pinning a
+behaviour the contract leaves free (build 07's row order without ORDER BY: the one free choice a
+test can see; elsewhere a second hang, or a pin the contract does make), a hang, and two good tests
+written differently.
 """
 
 from __future__ import annotations
@@ -566,7 +566,7 @@ _RETRY_CASES = (
             from pathlib import Path
 
             from etl import RateLimited
-            from workbook.export import export_source
+            from workbook.shared.export import export_source
 
 
             async def test_honors_retry_after():
@@ -1143,7 +1143,7 @@ _FIXED_POINT_CASES = (
         _fixed("""
             from pathlib import Path
 
-            from workbook.export import export_source
+            from workbook.shared.export import export_source
 
 
             def test_replay_reaches_a_fixed_point():

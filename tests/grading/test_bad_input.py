@@ -21,16 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from grader import nobody
-from grader.cache import Cache, replace_file
-from grader.cleanup import PARTIAL, remove_partials, remove_stale_scratch, remove_tree
-from grader.discovery import NOT_SUBMITTED, find_notebook, scan_class, scan_learner
-from grader.forkclient import SCRATCH_ROOT
-from grader.progressbar import Progress
-from grader.reports import OutputFolderError, check_out
-from grader.results import Outcome, SubmissionResult
-from grader.results import TestResult as Judged
-from workbook.manifest import load_manifest
+from grader.classes.cache import Cache, replace_file
+from grader.classes.discovery import NOT_SUBMITTED, find_notebook, scan_class, scan_learner
+from grader.classes.progressbar import Progress
+from grader.classes.reports import OutputFolderError, check_out
+from grader.proofs import nobody
+from grader.runtime.cleanup import PARTIAL, remove_partials, remove_stale_scratch, remove_tree
+from grader.runtime.forkclient import SCRATCH_ROOT
+from grader.runtime.results import Outcome, SubmissionResult
+from grader.runtime.results import TestResult as Judged
+from workbook.shared.manifest import load_manifest
 
 ENTRY = load_manifest().entry("03")
 NAME = ENTRY.path.rsplit("/", 1)[-1]
@@ -295,7 +295,15 @@ def test_a_read_only_out_is_refused_before_grading_in_one_line(tmp_path: Path) -
     (submissions / "ann" / NAME).write_text("{}")
     with read_only(out) as prefix:
         done = subprocess.run(
-            [*prefix, sys.executable, "-m", "grader.batch", str(submissions), "--out", str(out)],
+            [
+                *prefix,
+                sys.executable,
+                "-m",
+                "grader.classes.batch",
+                str(submissions),
+                "--out",
+                str(out),
+            ],
             capture_output=True,
             text=True,
             timeout=120,

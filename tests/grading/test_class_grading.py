@@ -19,15 +19,18 @@ from typing import Any
 
 import pytest
 
-from grader import Outcome, ProbeRecord, batch, load_suite, prove
-from grader.batch import ClassReport, LearnerGrade, grade_and_report, grade_class
-from grader.judging import Observed, verdict
-from grader.observe import inputs_seed, tag_of
-from grader.release import secrets
-from grader.sandbox import Limits
+from grader import Outcome, ProbeRecord, load_suite
+from grader.classes import batch
+from grader.classes.batch import ClassReport, LearnerGrade, grade_class
+from grader.classes.class_command import grade_and_report
+from grader.proofs import soundness as prove
+from grader.runtime.sandbox import Limits
+from grader.shipping.release import secrets
+from grader.suites.judging import Observed, verdict
+from grader.suites.observe import inputs_seed, tag_of
 from tests.grading import corpus
 from tests.grading.corpus import CHEATS, FORGERIES, ROBUST, Learner
-from workbook.export import export_source
+from workbook.shared.export import export_source
 
 #: Short load time: three learners hang or fork at load, and each costs this much.
 LIMITS = Limits(load_seconds=3.0)
@@ -300,7 +303,7 @@ def test_rerunning_grades_nothing_and_rewrites_the_same_bytes(
             return export(path)
 
         patched.setattr(batch, "export_source", no_export)
-        # Nor parsed: unchanged bytes find their grade by `grader.cache.file_key`.
+        # Nor parsed: unchanged bytes find their grade by `grader.classes.cache.file_key`.
         reader = batch.read_notebook
 
         def no_parse(path: Path) -> Any:

@@ -25,10 +25,10 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from grader import gradescope
-from grader.classroom import classroom_workflow, learner_requirements, nbgitpuller_link
+from grader.exports import gradescope
+from grader.exports.classroom import classroom_workflow, learner_requirements, nbgitpuller_link
 from tests.grading.fixtures.downloads import notebooks
-from workbook.manifest import load_manifest
+from workbook.shared.manifest import load_manifest
 
 MANIFEST = load_manifest()
 ROOT = MANIFEST.root
@@ -97,8 +97,8 @@ def test_the_bundle_has_its_scripts_on_top_and_the_grader_inside(bundle: Path) -
         assert stat.S_ISREG(mode) and mode & 0o111, f"{script} is not executable"
     names = set(infos)
     for needed in (
-        "grader/gradescope.py",
-        "grader/batch.py",
+        "grader/exports/gradescope.py",
+        "grader/classes/batch.py",
         "builds/build03/hidden/probes.py",
         "builds/build03/hidden/mutants.toml",
         "builds/build03/hidden/seams.py",
@@ -125,7 +125,7 @@ def test_make_autograder_is_an_instructor_target() -> None:
     makefile = (ROOT / "Makefile").read_text()
     instructor = makefile.split("# ---- instructor only:", 1)[1]
     assert re.search(r"^autograder: .*## ", instructor, re.M)
-    assert "grader.gradescope bundle --out" in instructor
+    assert "grader.exports.gradescope bundle --out" in instructor
 
 
 # ---------------------------------------------------------------------------------------
@@ -164,7 +164,11 @@ def test_run_autograder_writes_results_gradescope_accepts(bundle: Path, tmp_path
     validate(data)
     # The bundle's own grader ran, not this repository's.
     where = subprocess.run(
-        [sys.executable, "-c", "import grader, workbook.manifest as m; print(m.repo_root())"],
+        [
+            sys.executable,
+            "-c",
+            "import grader, workbook.shared.manifest as m; print(m.repo_root())",
+        ],
         env={**env, "PYTHONPATH": str(root / "source")},
         cwd=root / "source",
         capture_output=True,

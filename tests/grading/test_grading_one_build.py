@@ -19,14 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from grader import gradescope, load_suite, prove
-from grader.batch import grade_and_report, grade_class
-from grader.escape import markdown
-from grader.grades import ClassReport, LearnerGrade
-from grader.reports import feedback_files
+from grader import load_suite
+from grader.classes.batch import grade_class
+from grader.classes.class_command import grade_and_report
+from grader.classes.grades import ClassReport, LearnerGrade
+from grader.classes.reports import feedback_files
+from grader.exports import gradescope
+from grader.proofs import soundness as prove
+from grader.runtime.escape import markdown
 from tests.grading import corpus
-from workbook.export import cell_source
-from workbook.manifest import UnknownBuild, load_manifest, pick_builds
+from workbook.shared.export import cell_source
+from workbook.shared.manifest import UnknownBuild, load_manifest, pick_builds
 
 pytestmark = pytest.mark.slow
 

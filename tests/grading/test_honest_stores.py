@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from grader import Runner, load_suite
-from workbook.export import export_source
-from workbook.manifest import load_manifest, repo_root
+from workbook.shared.export import export_source
+from workbook.shared.manifest import load_manifest, repo_root
 
 pytestmark = pytest.mark.slow
 

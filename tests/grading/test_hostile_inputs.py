@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-import workbook.export as export
+import workbook.shared.export as export
 from grader import Limits
-from grader.layouts import _head_commit
-from grader.observe import KINDS, kinds_of
-from grader.stream import ResultStream
-from grader.zips import ZipRefused, member_problem, open_zip
-from workbook.errors import ExportError
+from grader.classes.layouts import _head_commit
+from grader.classes.zips import ZipRefused, member_problem, open_zip
+from grader.runtime.stream import ResultStream
+from grader.suites.observe import KINDS, kinds_of
+from workbook.shared.errors import ExportError
 
 LOADED = json.dumps({"event": "loaded"}).encode()
 START = json.dumps({"event": "start", "probe": "a"}).encode()
@@ -143,7 +143,7 @@ def test_walled_learners_get_a_session_keyring_of_their_own() -> None:
     """Keyrings belong to no namespace: a build 05 worker put the reference build 03 into
     the grader's session keyring and a build 03 stub read it back (49 points of 49). The walls'
     self-test now fails if a learner's process still shares the grader's session keyring."""
-    from grader import sandbox
+    from grader.runtime import sandbox
 
     if sandbox.bwrap() is None:
         pytest.skip("no bubblewrap on this machine")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import layouts
-from grader.layouts import LayoutError, detect, stage
-from grader.zips import MAX_MEMBERS, archive_problem, member_problem, unpack
+from grader.classes import layouts
+from grader.classes.layouts import LayoutError, detect, stage
+from grader.classes.zips import MAX_MEMBERS, archive_problem, member_problem, unpack
 from tests.grading.fixtures.downloads import (
     canvas_name,
     canvas_zip,
@@ -384,7 +384,7 @@ Maker = Callable[[Path], tuple[Path, dict[str, str]]]
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Row]:
-    from grader.batch import grade_class
+    from grader.classes.batch import grade_class
 
     base = tmp_path_factory.mktemp("today")
     klass = write_folders(base / "class", {w: notebooks(k) for w, k in CLASS.items()})
@@ -405,7 +405,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Row]:
 def test_each_layout_grades_like_todays_layout(
     tmp_path: Path, baseline: dict[str, Row], layout: str, make: Maker
 ) -> None:
-    from grader.batch import grade_class
+    from grader.classes.batch import grade_class
 
     path, learners = make(tmp_path)
     assert detect(path) == layout

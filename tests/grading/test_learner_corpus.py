@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from grader import Runner, load_suite
-from grader.results import TestResult
-from grader.wheats import TestCells, grade_learner_tests
+from grader.learner_tests.wheats import TestCells, grade_learner_tests
+from grader.runtime.results import TestResult
 from tests.grading.learner_corpus import CASES, REPLAY, Case
-from workbook import teststep
-from workbook.export import TESTS_PREAMBLE
-from workbook.learnertests import Sources
-from workbook.manifest import copy_manifest, load_manifest, repo_root
-from workbook.progress import build_report
+from workbook.checking import teststep
+from workbook.checking.learnertests import Sources
+from workbook.commands.progress import build_report
+from workbook.shared.export import TESTS_PREAMBLE
+from workbook.shared.manifest import copy_manifest, load_manifest, repo_root
 
 ROOT = repo_root()
 MANIFEST = load_manifest()

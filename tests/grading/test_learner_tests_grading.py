@@ -1,4 +1,4 @@
-"""The learner's own tests, graded by wheats and chaffs (`grader.wheats`), walls up.
+"""The learner's own tests, graded by wheats and chaffs (`grader.learner_tests.wheats`), walls up.
 
 Each test cell below is graded as a learner would hand it in: it must pass on the reference,
 catch the gate bug of its seam, and earns a share per bug of its `catches` caught. The
@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 
 from grader import Runner, load_suite
-from grader.batch import grade_class
-from grader.results import Outcome
-from grader.results import TestResult as Result
-from grader.wheats import TestCells as Cells
-from grader.wheats import grade_learner_tests, read_test_cells, without_assertions
-from workbook.export import TESTS_PREAMBLE, cell_source, cell_tags
-from workbook.manifest import load_manifest, repo_root
+from grader.classes.batch import grade_class
+from grader.learner_tests.wheats import TestCells as Cells
+from grader.learner_tests.wheats import grade_learner_tests, read_test_cells, without_assertions
+from grader.runtime.results import Outcome
+from grader.runtime.results import TestResult as Result
+from workbook.shared.export import TESTS_PREAMBLE, cell_source, cell_tags
+from workbook.shared.manifest import load_manifest, repo_root
 
 ROOT = repo_root()
 MANIFEST = load_manifest()
@@ -346,7 +346,7 @@ def test_changed_answers_reuse_the_learner_tests_grade(
     """The learner tests' grade depends on the test cells alone: a notebook whose answers
     changed runs its hidden probes again and reuses that grade; answers that no longer load
     still zero it, and changed test cells are graded again."""
-    from grader import runner as runner_module
+    from grader.runtime import runner as runner_module
 
     entry = MANIFEST.entry("03")
     assert entry.solution is not None
@@ -387,7 +387,7 @@ def test_test_cells_export_apart_and_never_with_the_answers(tmp_path: Path) -> N
     import sys
 
     from workbook import load
-    from workbook.export import export_source, export_tests
+    from workbook.shared.export import export_source, export_tests
 
     entry = MANIFEST.entry("03")
     assert entry.solution is not None

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.layouts import Staged, stage
-from grader.lms import LmsError, Score, canvas_name, write_exports
+from grader.classes.layouts import Staged, stage
+from grader.exports.lms import LmsError, Score, canvas_name, write_exports
 from tests.grading.fixtures.downloads import canvas_name as download_name
 from tests.grading.fixtures.downloads import canvas_zip, moodle_folder, moodle_zip
 

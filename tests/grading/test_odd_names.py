@@ -1,10 +1,10 @@
 """Real classes: long names, odd names, zips, and what a learner leaves behind.
 
-First the escaping on its own (`grader.escape`), each form checked the way its reader reads it:
-CSV through the csv module as a spreadsheet would see the cells, Markdown through a real
-renderer (mistune, with GitHub's tables, strikethrough and autolinks). Then one class holding
-every such name and leftover, generated here, graded twice in a row: every learner listed,
-every output written, the second run byte for byte the first.
+First the escaping on its own (`grader.runtime.escape`), each form checked the way its reader reads
+it: CSV through the csv module as a spreadsheet would see the cells, Markdown through a real
+renderer (mistune, with GitHub's tables, strikethrough and autolinks). Then one class holding every
+such name and leftover, generated here, graded twice in a row: every learner listed, every output
+written, the second run byte for byte the first.
 """
 
 from __future__ import annotations
@@ -22,15 +22,16 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import ClassReport, grade_and_report, grade_class
-from grader.cleanup import remove_tree
-from grader.escape import NAME_BYTES, code, csv_cell, file_names, markdown, shown
-from grader.forkclient import SCRATCH_ROOT
-from grader.sandbox import Limits
+from grader.classes.batch import ClassReport, grade_class
+from grader.classes.class_command import grade_and_report
+from grader.runtime.cleanup import remove_tree
+from grader.runtime.escape import NAME_BYTES, code, csv_cell, file_names, markdown, shown
+from grader.runtime.forkclient import SCRATCH_ROOT
+from grader.runtime.sandbox import Limits
 from tests.grading import corpus
 from tests.grading.test_bad_input import chain
 from tests.unit.test_export import nbformat3
-from workbook.export import cell_source, cell_tags
+from workbook.shared.export import cell_source, cell_tags
 
 CHINESE_234 = "学" * 78  # 78 × 3 = 234 bytes of UTF-8
 CHINESE_255 = "学" * 85  # a folder name exactly at the 255-byte limit

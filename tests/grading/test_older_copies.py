@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader import Runner
-from workbook.manifest import load_manifest
+from workbook.shared.manifest import load_manifest
 
 OLDER = Path(__file__).resolve().parent / "fixtures" / "before_the_move"
 pytestmark = pytest.mark.slow
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.parametrize("entry", load_manifest().graded, ids=lambda e: e.number)
 def test_a_solution_from_before_the_move_earns_full_marks(entry: object) -> None:
-    from workbook.manifest import Entry
+    from workbook.shared.manifest import Entry
 
     assert isinstance(entry, Entry)
     [notebook] = sorted(OLDER.glob(f"{entry.number}_*.ipynb"))

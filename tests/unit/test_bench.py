@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import bench, sandbox
+from grader.proofs import class_bench as bench
+from grader.runtime import sandbox
 
 WALLED = pytest.mark.skipif(
     sandbox.walls_problem(sys.executable) is not None, reason="no walls can be raised here"

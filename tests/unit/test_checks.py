@@ -21,9 +21,9 @@ from workbook.checks import (
     expect_equal,
     expect_raises,
 )
-from workbook.export import export_source
-from workbook.modules import execute, fresh_module
 from workbook.selfcheck import checks_for, hints_for, report_text
+from workbook.shared.export import export_source
+from workbook.shared.modules import execute, fresh_module
 from workbook.vtime import VirtualDeadlineExceeded
 
 CHECKS = Checks("99")
@@ -213,7 +213,7 @@ def test_said_shows_an_outcome_verbatim() -> None:
 
 def learner_cells() -> Any:
     """Two functions as a notebook's answer cell defines them (the export's file name)."""
-    from workbook.modules import execute, fresh_module
+    from workbook.shared.modules import execute, fresh_module
 
     module = fresh_module("answers")
     source = (

@@ -1,7 +1,7 @@
 """The generic mutants recorded as equivalent (``[[equivalent]]`` in a build's
 ``mutants.toml``) behave exactly like the solution: proven here where a test can.
 
-`grader.suitemutants` grades every mutant the ast mutator makes of a solution; a survivor is
+`grader.proofs.suitemutants` grades every mutant the ast mutator makes of a solution; a survivor is
 killed by a new hidden test or recorded as equivalent with a reason. These tests hold each
 record to account without grading anything: the record still names a mutant the mutator makes
 today (same id, same diff), and that mutant, loaded beside the solution, gives the same
@@ -28,12 +28,12 @@ import pytest
 
 from builds.build07.visible.interrupts import nested
 from etl.server import IN_PROCESS_BASE_URL, LAUNCHES_PATH, Fault, FixtureApp, http_date
-from grader.suitemutants import CellMutant, generate
-from grader.suites import Equivalent, load_suite
+from grader.proofs.suitemutants import CellMutant, generate
+from grader.suites.loading import Equivalent, load_suite
 from workbook import vtime
-from workbook.export import export_source, run_exported
-from workbook.manifest import load_manifest
-from workbook.modules import fresh_module, registered
+from workbook.shared.export import export_source, run_exported
+from workbook.shared.manifest import load_manifest
+from workbook.shared.modules import fresh_module, registered
 
 BUILDS = ("03", "05", "07", "08")
 _fresh = itertools.count(1)

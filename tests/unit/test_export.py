@@ -14,14 +14,14 @@ import pytest
 
 from tests.conftest import NotebookFactory
 from workbook import ExportError, export_source, load
-from workbook.export import (
+from workbook.shared.export import (
     MAX_FILE_BYTES,
     MAX_GRADED_BYTES,
     exported_sections,
     read_notebook,
     run_exported,
 )
-from workbook.modules import registered
+from workbook.shared.modules import registered
 
 
 def export_cli(*args: str) -> subprocess.CompletedProcess[str]:

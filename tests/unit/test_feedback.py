@@ -1,4 +1,4 @@
-"""`workbook.feedback`: the same value reads the same, in any process."""
+"""`workbook.checking.feedback`: the same value reads the same, in any process."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ import sys
 
 import pytest
 
-from workbook.feedback import DEPTH, show, stable_repr
-from workbook.manifest import repo_root
+from workbook.checking.feedback import DEPTH, show, stable_repr
+from workbook.shared.manifest import repo_root
 
 
 def test_a_set_reads_the_same_under_every_hash_seed() -> None:
     # A set's order follows hash(), which neither a kernel nor the grader pins.
-    script = "from workbook.feedback import show; print(show({'kiwi': {'fig', 'yam', 'pea'}}))"
+    script = (
+        "from workbook.checking.feedback import show; print(show({'kiwi': {'fig', 'yam', 'pea'}}))"
+    )
     shown = {
         subprocess.run(
             [sys.executable, "-c", script],

@@ -1,4 +1,5 @@
-"""`workbook.fixedhypothesis`: a learner's test cannot change the settings it is graded with."""
+"""`workbook.checking.fixedhypothesis`: a learner's test cannot change the settings it is graded
+with."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hypothesis import core as hypothesis_core
 from hypothesis import given, settings, stateful, strategies
 from hypothesis.internal.conjecture import providers
 
-from workbook import fixedhypothesis
+from workbook.checking import fixedhypothesis
 
 
 @pytest.fixture

@@ -18,7 +18,11 @@ import pytest
 import etl
 from builds.build07.hidden.probes import item_text
 from grader import Limits, Mutant, SuiteError
-from grader.judging import (
+from grader.proofs.suite_validity import structure
+from grader.runtime.protocol import Job
+from grader.runtime.results import Outcome, ProbeRecord
+from grader.runtime.stream import MAX_DEPTH, ResultStream
+from grader.suites.judging import (
     JSON,
     Fail,
     GraderFault,
@@ -34,13 +38,9 @@ from grader.judging import (
     same_value,
     verdict,
 )
-from grader.observe import Probes, attempt, keep, plain, vrun
-from grader.protocol import Job
-from grader.results import Outcome, ProbeRecord
-from grader.stream import MAX_DEPTH, ResultStream
-from grader.suites import Edit, load_mutants
-from grader.validity import structure
-from workbook.modules import execute, fresh_module
+from grader.suites.loading import Edit, load_mutants
+from grader.suites.observe import Probes, attempt, keep, plain, vrun
+from workbook.shared.modules import execute, fresh_module
 
 # ── mutants ────────────────────────────────────────────────────────────────────────────
 
@@ -131,7 +131,7 @@ def test_vrun_reports_virtual_time_and_blocking_sleeps() -> None:
         return "done"
 
     seen = vrun(waits)
-    assert seen.pop("vrun") is None  # no ledger outside a grading worker (grader.ledger)
+    assert seen.pop("vrun") is None  # no ledger outside a grading worker (grader.classes.ledger)
     assert (seen["ok"], seen["elapsed"], seen["blocking"]) == ("done", 5.0, 0.0)
     assert seen["real"] < 1.0
 
@@ -486,6 +486,6 @@ def test_structure_drift_is_reported(
 
 
 def test_an_item_is_shown_with_its_sets_sorted() -> None:
-    # The judges' text of an item goes through the one stable repr (`workbook.feedback`).
+    # The judges' text of an item goes through the one stable repr (`workbook.checking.feedback`).
     item = {"id": "p-set", "payload": {"tags": {"kiwi", "fig", "yam", "pea"}}}
     assert item_text(item) == "{'id': 'p-set', 'payload': {'tags': {'fig', 'kiwi', 'pea', 'yam'}}}"

@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from grader import Limits, Runner, SubmissionResult, Suite, load_suite
-from grader.forkclient import ForkServer
-from grader.results import Outcome
-from workbook.manifest import Entry
-from workbook.manifest import TestSpec as Spec
+from grader.runtime.forkclient import ForkServer
+from grader.runtime.results import Outcome
+from workbook.shared.manifest import Entry
+from workbook.shared.manifest import TestSpec as Spec
 
 PROBES = """
 import os
-from grader.observe import Probes, attempt, need
+from grader.suites.observe import Probes, attempt, need
 
 PROBES = Probes()
 
@@ -39,7 +39,7 @@ def seed(ns):
 """
 
 JUDGES = """
-from grader.judging import Fail, Judges, check, equal, ok
+from grader.suites.judging import Fail, Judges, check, equal, ok
 
 JUDGES = Judges()
 

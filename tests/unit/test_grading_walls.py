@@ -21,14 +21,15 @@ from typing import Any
 
 import pytest
 
-from grader import Limits, Runner, Suite, load_suite, sandbox
-from grader.child.walls import UID_BASE
-from grader.results import Outcome
-from grader.runner import WallsUnavailable
+from grader import Limits, Runner, Suite, load_suite
+from grader.runtime import sandbox
+from grader.runtime.child.walls import UID_BASE
+from grader.runtime.results import Outcome
+from grader.runtime.runner import WallsUnavailable
 from tests.unit.test_grading_runner import leftovers
 from workbook import siblings
-from workbook.manifest import Entry, repo_root
-from workbook.manifest import TestSpec as Spec
+from workbook.shared.manifest import Entry, repo_root
+from workbook.shared.manifest import TestSpec as Spec
 
 ROOT = repo_root()
 WALLED = pytest.mark.skipif(
@@ -36,7 +37,7 @@ WALLED = pytest.mark.skipif(
 )
 
 PROBES = """
-from grader.observe import Probes, attempt, need
+from grader.suites.observe import Probes, attempt, need
 
 PROBES = Probes()
 
@@ -47,7 +48,7 @@ def look(ns):
 """
 
 JUDGES = """
-from grader.judging import Judges, Fail, ok
+from grader.suites.judging import Judges, Fail, ok
 
 JUDGES = Judges()
 
@@ -201,6 +202,8 @@ def test_a_worker_sees_the_allowlist_and_nothing_else(
             places={
                 "repository": str(ROOT),
                 "grader": str(ROOT / "grader"),
+                "grader runtime": str(ROOT / "grader" / "runtime"),
+                "grader suites": str(ROOT / "grader" / "suites"),
                 "builds": str(ROOT / "builds"),
                 "build 03": str(ROOT / "builds" / "build03"),
                 "hidden": str(ROOT / "builds" / "build03" / "hidden"),
@@ -225,7 +228,9 @@ def test_a_worker_sees_the_allowlist_and_nothing_else(
     # The repository shows only what the child runs on: the packages, the child runtime, the venv.
     assert set(seen["repository"]) <= {".venv", "etl", "workbook", "grader", "builds"}, seen
     assert {"etl", "workbook", "grader", "builds"} <= set(seen["repository"])
-    assert set(seen["grader"]) == {"__init__.py", "child", "observe.py", "protocol.py"}
+    assert set(seen["grader"]) == {"__init__.py", "runtime", "suites"}
+    assert set(seen["grader runtime"]) == {"__init__.py", "child", "protocol.py"}
+    assert set(seen["grader suites"]) == {"__init__.py", "observe.py"}
     # Of the build folders, the visible half only: no hidden/, no pytest plugin, no README.
     assert set(seen["builds"]) == {"__init__.py", "build03", "build05", "build07", "build08"}
     assert set(seen["build 03"]) == {"__init__.py", "build.toml", "visible"}
@@ -360,12 +365,17 @@ def test_without_bubblewrap_a_runner_refuses_and_says_how_to_get_it(no_bwrap: No
 
 def test_the_child_runtime_imports_nothing_else_of_the_grader() -> None:
     # What the walls bind of grader/ is all the fork server and its workers import.
-    code = "import sys, grader.child.forkserver; print(sorted(m for m in sys.modules))"
+    code = "import sys, grader.runtime.child.forkserver; print(sorted(m for m in sys.modules))"
     done = subprocess.run(
         [sys.executable, "-s", "-P", "-c", code], capture_output=True, text=True, check=True
     )
     modules = ast.literal_eval(done.stdout)
-    imported = {m.removeprefix("grader.").split(".")[0] for m in modules if m.startswith("grader")}
-    bound = {Path(part).stem for part in sandbox.CHILD_RUNTIME}
-    assert imported - {"grader"} <= bound, imported
+    imported = {m for m in modules if m == "grader" or m.startswith("grader.")}
+    # grader/runtime/child -> grader.runtime.child; grader/suites/__init__.py -> grader.suites
+    bound = {
+        "grader." + part.removesuffix(".py").removesuffix("__init__").strip("/").replace("/", ".")
+        for part in sandbox.CHILD_RUNTIME
+    }
+    outside = {m for m in imported if not any(m == b or m.startswith(b + ".") for b in bound)}
+    assert outside <= {"grader"}, outside
     assert "Runner" in dir(__import__("grader"))  # while `from grader import Runner` still works

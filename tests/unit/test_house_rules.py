@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from workbook.manifest import load_manifest
+from workbook.shared.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("etl", "workbook", "grader", "builds")

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import ROOT
-from workbook import progress
-from workbook.manifest import Manifest, copy_manifest, load_manifest
+from workbook.commands import progress
+from workbook.shared.manifest import Manifest, copy_manifest, load_manifest
 
 NB03 = "03_build_retry_and_sink.ipynb"
 NB05 = "05_build_paginated_source.ipynb"
@@ -107,8 +107,8 @@ def test_a_repeat_imports_no_check_and_no_pytest(tmp_path: Path) -> None:
     (httpx, the fixture server). A second run on the same notebooks imports neither."""
     learner_repo(tmp_path, n03="solutions")
     script = (
-        "import sys\nfrom pathlib import Path\nfrom workbook.manifest import load_manifest\n"
-        "from workbook.progress import main\nmain(load_manifest(Path(sys.argv[1])))\n"
+        "import sys\nfrom pathlib import Path\nfrom workbook.shared.manifest import load_manifest\n"
+        "from workbook.commands.progress import main\nmain(load_manifest(Path(sys.argv[1])))\n"
         "heavy = [m for m in ('pytest', 'httpx', 'builds.build05.visible.answer_checks') if m in"
         " sys.modules]\nprint('imported:', heavy)\n"
     )

@@ -1,6 +1,6 @@
-"""`grader.judging.Observed.database`: a kept SQLite store is read as SQLite itself would open
-it after the worker ended, whatever journal mode and state its file was left in, so honest
-work never loses a point for how its file was left (issue 25, item 3)."""
+"""`grader.suites.judging.Observed.database`: a kept SQLite store is read as SQLite itself would
+open it after the worker ended, whatever journal mode and state its file was left in, so honest work
+never loses a point for how its file was left (issue 25, item 3)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.judging import Observed
-from grader.observe import JSON, keep
+from grader.suites.judging import Observed
+from grader.suites.observe import JSON, keep
 
 ROWS = [(n,) for n in range(1, 301)]
 

@@ -27,7 +27,7 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from traitlets.utils.nested_update import nested_update
 
 from tests.browser.harness import wait_until
-from workbook.lab import (
+from workbook.commands.lab import (
     OVERRIDES,
     Unactionable,
     free_port,
@@ -39,7 +39,7 @@ from workbook.lab import (
     server_config,
     write_server_config,
 )
-from workbook.manifest import Entry, Manifest, copy_manifest, load_manifest
+from workbook.shared.manifest import Entry, Manifest, copy_manifest, load_manifest
 
 
 def test_serves_the_repo_root_and_opens_the_notebook(root: Path) -> None:

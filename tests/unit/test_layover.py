@@ -1,5 +1,5 @@
-"""`workbook.layover`: layers that leave only the seams behind, a rewrite that behaves the same,
-and the one scoring rule of a learner test."""
+"""`workbook.checking.layover`: layers that leave only the seams behind, a rewrite that behaves the
+same, and the one scoring rule of a learner test."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ import asyncio
 import types
 from typing import Any
 
-from workbook.layover import LaidOver, defined_names, over, same_behaviour, score, seal, wrap_seams
+from workbook.checking.layover import (
+    LaidOver,
+    defined_names,
+    over,
+    same_behaviour,
+    score,
+    seal,
+    wrap_seams,
+)
 
 CODE = """
 import itertools

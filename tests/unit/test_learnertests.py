@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from workbook.layover import LaidOver, over
-from workbook.learnertests import LearnerTestReport, Sources, check
+from workbook.checking.layover import LaidOver, over
+from workbook.checking.learnertests import LearnerTestReport, Sources, check
 
 SETUP = """
 import asyncio

@@ -1,4 +1,5 @@
-"""`grader.ledger`: virtual time as the parent counts it, from ticks the child cannot take back."""
+"""`grader.classes.ledger`: virtual time as the parent counts it, from ticks the child cannot take
+back."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from grader import ledger
-from grader.protocol import Event, Limits
-from grader.stream import ResultStream
+from grader.classes import ledger
+from grader.runtime.protocol import Event, Limits
+from grader.runtime.stream import ResultStream
 from workbook.vtime import Clock, drive
 
 
@@ -152,7 +153,7 @@ def test_ticks_belong_to_the_probe_in_flight_and_nowhere_else() -> None:
 def test_past_the_cap_the_ledger_is_cut_and_nothing_is_voided(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("grader.stream.MAX_TICKS", 3)
+    monkeypatch.setattr("grader.runtime.stream.MAX_TICKS", 3)
     tick = {"event": Event.TICK, "k": "wait", "s": 0.001}
     polled = stream(
         {"event": Event.LOADED},

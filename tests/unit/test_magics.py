@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from workbook.export import export_source
-from workbook.magics import as_python
-from workbook.modules import execute, fresh_module
+from workbook.checking.magics import as_python
+from workbook.shared.export import export_source
+from workbook.shared.modules import execute, fresh_module
 
 
 def _run(text: str) -> dict[str, object]:
@@ -95,9 +95,9 @@ def test_the_self_check_runs_a_cell_once_whatever_it_raises(tmp_path: Path) -> N
     IPython syntax and run a second time, rewritten (the export would refuse that rewrite)."""
     import builtins
 
-    from workbook.errors import WorkbookError
-    from workbook.export import exported_cells, read_notebook
     from workbook.selfcheck import build_module, last_runs
+    from workbook.shared.errors import WorkbookError
+    from workbook.shared.export import exported_cells, read_notebook
 
     source = (
         'import builtins\nQUERY = """\n%d rows\n"""\nbuiltins._magic_runs.append(1)\neval("1 +")\n'

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from workbook.errors import ManifestError
-from workbook.manifest import load_manifest
+from workbook.shared.errors import ManifestError
+from workbook.shared.manifest import load_manifest
 
 
 def test_arc_numbers_and_folders() -> None:

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from workbook.mutation import OPERATORS, mutants
+from workbook.checking.mutation import OPERATORS, mutants
 
 SOURCE = '''
 import asyncio

@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 
 from tests.conftest import ROOT
-from workbook.manifest import load_manifest
+from workbook.shared.manifest import load_manifest
 
 
 def _normaliser() -> ModuleType:

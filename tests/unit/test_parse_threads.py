@@ -1,4 +1,5 @@
-"""`workbook.modules.parse` from many threads at once (CPython gh-106905 on 3.11.7 and older)."""
+"""`workbook.shared.modules.parse` from many threads at once (CPython gh-106905 on 3.11.7 and
+older)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import ast
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from workbook.modules import parse
+from workbook.shared.modules import parse
 
 #: Deep enough that the converter recurses, short enough to parse in microseconds.
 NESTED = "x = " + "(" * 40 + "1" + ")" * 40 + "\n" + "def f():\n    return [[[[1]]]]\n" * 20

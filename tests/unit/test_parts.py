@@ -1,4 +1,4 @@
-"""`workbook.parts`: parts in lanes, their output whole, their proof kept under its key."""
+"""`workbook.commands.parts`: parts in lanes, their output whole, their proof kept under its key."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from workbook import parts
-from workbook.parts import Part, run_parts, tree_key
+from workbook.commands import parts
+from workbook.commands.parts import Part, run_parts, tree_key
 
 
 @pytest.fixture(autouse=True)

@@ -1,8 +1,8 @@
 """`make progress` on build 03: stubs, a finished build, a trap, and builds that can't be checked.
 
-Each test copies the manifest and one version of the build notebook into a temp folder and
-reads the report `workbook.progress` prints for it: first what it read (the saved notebooks),
-then a line per build, then what to do next.
+Each test copies the manifest and one version of the build notebook into a temp folder and reads the
+report `workbook.commands.progress` prints for it: first what it read (the saved notebooks), then a
+line per build, then what to do next.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from workbook import progress
-from workbook.manifest import copy_manifest, load_manifest
+from workbook.commands import progress
 from workbook.selfcheck import checks_for
+from workbook.shared.manifest import copy_manifest, load_manifest
 
 NOTEBOOK = "03_build_retry_and_sink.ipynb"
 Edit = Callable[[str], str]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbook.manifest import load_manifest
+from workbook.shared.manifest import load_manifest
 
 
 def test_arc_table_matches_the_manifest(root: Path) -> None:

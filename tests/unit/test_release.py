@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import leakscan, release
-from grader.suites import judge_files
-from workbook.export import cell_source, cell_tags, read_notebook
-from workbook.manifest import load_manifest, repo_root
+from grader.shipping import leakscan, release
+from grader.suites.loading import judge_files
+from workbook.shared.export import cell_source, cell_tags, read_notebook
+from workbook.shared.manifest import load_manifest, repo_root
 
 # Each test builds a whole learner copy, and two run its make check: seconds, not milliseconds.
 pytestmark = pytest.mark.slow
@@ -310,7 +310,7 @@ def test_the_copys_check_passes_once_every_build_is_done(
 ) -> None:
     copy = copy_of(learner_copy, tmp_path)
     assert fill_with_solutions(copy)
-    done = in_copy(copy, "workbook.verify")
+    done = in_copy(copy, "workbook.commands.learner_check")
     said = done.stdout + done.stderr
     assert done.returncode == 0, said[-4000:]
     for entry in BUILDS:
@@ -323,7 +323,7 @@ def test_on_the_stubs_the_copys_check_says_per_build_what_is_left(
     learner_copy: Path, tmp_path: Path
 ) -> None:
     copy = copy_of(learner_copy, tmp_path)
-    stubs = in_copy(copy, "workbook.verify")
+    stubs = in_copy(copy, "workbook.commands.learner_check")
     said = stubs.stdout + stubs.stderr
     assert stubs.returncode == 1, said[-4000:]
     assert "Read from the saved notebooks in exercises/" in said
@@ -338,14 +338,14 @@ def test_on_the_stubs_the_copys_check_says_per_build_what_is_left(
         if "answer" in cell_tags(cell):
             cell["source"] = cell_source(cell).replace("raise ParseError(", "raise ValueError(")
     (copy / entry.path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-    one = in_copy(copy, "workbook.verify", "--build", "03")
+    one = in_copy(copy, "workbook.commands.learner_check", "--build", "03")
     said = one.stdout + one.stderr
     assert one.returncode == 1, said[-4000:]
     assert "\n03  failing: content_key_is_stable_and_distinguishes_rows\n" in said
     assert "expected: raises ParseError" in said
     assert f"✗ {entry.path}: the code cell under 'Step 2'" in said
     assert "\n05  " not in said  # BUILD=03 checks build 03 alone
-    assert in_copy(copy, "workbook.verify", "--build", "05").returncode == 0
+    assert in_copy(copy, "workbook.commands.learner_check", "--build", "05").returncode == 0
     progress = in_copy(copy, "workbook", "progress")
     assert "Read from the saved notebooks" in progress.stdout
     assert "builds done" in progress.stdout

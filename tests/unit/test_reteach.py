@@ -1,4 +1,4 @@
-"""`grader.reteach`: failures matched to known bugs by Jaccard, and kept signatures read
+"""`grader.classes.reteach`: failures matched to known bugs by Jaccard, and kept signatures read
 only when they have the shape they were written with."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grader.reteach import THRESHOLD, Bug, _read, jaccard, match
+from grader.classes.reteach import THRESHOLD, Bug, _read, jaccard, match
 
 
 def bug(name: str, *fails: str) -> Bug:

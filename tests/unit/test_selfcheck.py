@@ -1,10 +1,10 @@
 """The self-check in a real kernel, driven as JupyterLab drives one (cell ids in each request).
 
-One verdict everywhere: on a saved, re-run notebook the self-check, `make progress` and the
-visible checks agree; an edit the kernel ran but the file does not hold is checked and warned
-about; a helper left in an untagged cell fails here as at grading, and is named; after a
-restart a self-check cell runs on its own; a demo's error reads as feedback, not a traceback.
-The kernels are real ipykernels started by `workbook.verify.kernel_for`, as `make check` does.
+One verdict everywhere: on a saved, re-run notebook the self-check, `make progress` and the visible
+checks agree; an edit the kernel ran but the file does not hold is checked and warned about; a
+helper left in an untagged cell fails here as at grading, and is named; after a restart a self-check
+cell runs on its own; a demo's error reads as feedback, not a traceback. The kernels are real
+ipykernels started by `workbook.commands.learner_check.kernel_for`, as `make check` does.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from workbook import progress
-from workbook.export import Cell, cell_source, cell_tags, exported_cells, read_notebook
-from workbook.manifest import copy_manifest, load_manifest
-from workbook.notebook_cells import cell_name, step_heading, untagged_helpers
+from workbook.checking.notebook_cells import cell_name, step_heading, untagged_helpers
+from workbook.commands import progress
+from workbook.commands.learner_check import execute_cell, kernel_for
 from workbook.selfcheck import checks_for, last_runs, redefined
-from workbook.verify import execute_cell, kernel_for
+from workbook.shared.export import Cell, cell_source, cell_tags, exported_cells, read_notebook
+from workbook.shared.manifest import copy_manifest, load_manifest
 
 NOTEBOOK = "03_build_retry_and_sink.ipynb"
 SUMMARY = re.compile(r"^(\d+) of (\d+) checks? pass\.", re.MULTILINE)
@@ -293,7 +293,7 @@ def test_a_selfcheck_outside_a_kernel_checks_the_callers_names(
 def test_the_grader_agrees_on_the_saved_notebook(tmp_path: Path) -> None:
     """The fourth reader: full marks where every visible check passes, points lost where a
     known bug makes one fail (`make progress` and `make check` share `build_report`)."""
-    from grader.runner import grade_notebook
+    from grader.runtime.runner import grade_notebook
 
     cells = solution_cells()
     path = repo_with(tmp_path, cells)

@@ -1,4 +1,4 @@
-"""`grader.suitemutants`: the generic mutation run of the hidden suites.
+"""`grader.proofs.suitemutants`: the generic mutation run of the hidden suites.
 
 The mutants are placed back into the export cell by cell (each marker's line count true, so
 the kernel's cell-by-cell run is kept), named by ids that outlive unrelated edits, and the
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import validity
-from grader.suitemutants import SuiteScore, equivalent_tables, generate, stable_id
-from grader.suites import SuiteError, load_equivalents
-from workbook.export import export_source, exported_sections
-from workbook.manifest import load_manifest
+from grader.proofs import suite_validity as validity
+from grader.proofs.suitemutants import SuiteScore, equivalent_tables, generate, stable_id
+from grader.suites.loading import SuiteError, load_equivalents
+from workbook.shared.export import export_source, exported_sections
+from workbook.shared.manifest import load_manifest
 
 
 def solution_text(build: str) -> str:

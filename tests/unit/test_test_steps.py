@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from workbook import teststep
-from workbook.buildfolder import answer_checks, written_tests
-from workbook.export import cell_source, cell_tags, exported_cells, read_notebook
+from workbook.checking import teststep
 from workbook.selfcheck import build_module, last_runs, learner_test_reports
+from workbook.shared.buildfolder import answer_checks, written_tests
+from workbook.shared.export import cell_source, cell_tags, exported_cells, read_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "03_build_retry_and_sink.ipynb"

@@ -1,8 +1,8 @@
 """The learner's `make check`: a verdict line per build, then their notebooks run, one exit code.
 
-Each test lays out a small repository (the manifest and a build notebook) in a temp folder and
-runs `workbook.verify` on it in this process; notebooks run in real kernels, as `make check`
-runs them, and a failing cell is named as JupyterLab shows it.
+Each test lays out a small repository (the manifest and a build notebook) in a temp folder and runs
+`workbook.commands.learner_check` on it in this process; notebooks run in real kernels, as `make
+check` runs them, and a failing cell is named as JupyterLab shows it.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, NotebookFactory
-from workbook import verify
-from workbook.export import cell_source, cell_tags, read_notebook
-from workbook.manifest import Manifest, copy_manifest, load_manifest
+from workbook.commands import learner_check as verify
+from workbook.shared.export import cell_source, cell_tags, read_notebook
+from workbook.shared.manifest import Manifest, copy_manifest, load_manifest
 
 NOTEBOOK = "03_build_retry_and_sink.ipynb"
 

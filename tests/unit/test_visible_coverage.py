@@ -1,5 +1,5 @@
-"""`grader.coverage`: the visible checks alone catch the known bugs, and the measurement says
-which ones they miss."""
+"""`grader.proofs.visible_catches`: the visible checks alone catch the known bugs, and the
+measurement says which ones they miss."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from grader import coverage
-from grader.suites import Edit, Mutant, SuiteError
+from grader.proofs import visible_catches as coverage
+from grader.suites.loading import Edit, Mutant, SuiteError
 
 #: Two known bugs of build 03 for a suite of the test's own: one a visible check catches, one
 #: that changes nothing a check can see.

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import sandbox
-from grader.batch import grade_and_report, grade_class
-from grader.sandbox import Limits
+from grader.classes.batch import grade_class
+from grader.classes.class_command import grade_and_report
+from grader.runtime import sandbox
+from grader.runtime.sandbox import Limits
 from tests.unit.test_grading_walls import no_bwrap  # noqa: F401  (the fixture)
-from workbook.manifest import load_manifest
+from workbook.shared.manifest import load_manifest
 
 pytestmark = pytest.mark.slow
 LIMITS = Limits(load_seconds=3.0)

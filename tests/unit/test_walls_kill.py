@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import sandbox
+from grader.runtime import sandbox
 
 pytestmark = [
     pytest.mark.slow,
@@ -34,18 +34,18 @@ GRADER = textwrap.dedent(
     import os, sys, threading
     from pathlib import Path
     from grader import Limits, Runner, load_suite
-    from grader.stream import ResultStream
+    from grader.runtime.stream import ResultStream
     from tests.unit.test_grading_runner import descendants
-    from workbook.manifest import Entry, TestSpec
+    from workbook.shared.manifest import Entry, TestSpec
 
     hidden = Path(sys.argv[1])
     (hidden / "build97" / "hidden").mkdir(parents=True)
     (hidden / "build97" / "hidden" / "probes.py").write_text(
-        "from grader.observe import Probes, attempt, need\\n"
+        "from grader.suites.observe import Probes, attempt, need\\n"
         "PROBES = Probes()\\n"
         "PROBES.add('hang')(lambda ns: attempt(need(ns, 'hang')))\\n"
     )
-    judges = "from grader.judging import Judges\\nJUDGES = Judges()\\n"
+    judges = "from grader.suites.judging import Judges\\nJUDGES = Judges()\\n"
     (hidden / "build97" / "hidden" / "test_judges.py").write_text(judges)
     suite = load_suite("97", hidden)
     source = (

@@ -28,9 +28,9 @@ from typing import Any
 
 from builds.build03.hidden import probes as P
 from etl import EtlError
-from grader.digest import CANONICAL_OPTIONS, content_id
-from grader.judging import JSON, TIME_TOLERANCE, Fail, Observed, equal, not_done, ok, raises
-from workbook.feedback import message, show_json
+from grader.suites.digest import CANONICAL_OPTIONS, content_id
+from grader.suites.judging import JSON, TIME_TOLERANCE, Fail, Observed, equal, not_done, ok, raises
+from workbook.checking.feedback import message, show_json
 
 DEFAULT_POLICY: dict[str, Any] = {"max_attempts": 4, "base_delay": 0.2, "max_delay": 10.0}
 Script = tuple[dict[str, Any], tuple[P.Outcome, ...]]

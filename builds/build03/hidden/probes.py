@@ -5,7 +5,7 @@ JSON (`observe.plain`: exact types recorded, exceptions by class name and by the
 really are, times on a virtual clock). No expected value lives in this file: the judges
 (``judges.py``, in the parent) compute those. Every probe is *seeded*: besides the fixed
 inputs below (which catch the known bugs), it draws inputs of the same kind from the
-generator `grader.observe` seeds with the submission's own exported text, so an observation
+generator `grader.suites.observe` seeds with the submission's own exported text, so an observation
 recorded from other answers, or written in advance, was made for other inputs. The drawing
 functions (``draw_*``) are shared with the judges, which import this file and draw the same
 inputs from the same text. Probing the same answers twice gives the same observations (apart
@@ -34,7 +34,7 @@ from etl import (
     RequestTimeout,
     launches,
 )
-from grader.observe import (
+from grader.suites.observe import (
     JSON,
     Clock,
     Probes,
@@ -523,7 +523,7 @@ class CountingSink:
 
     def record(self, part: str) -> JSON:
         """Its ``loads`` or ``written`` in a report: a reference the parent fills from the
-        ledger (`grader.ledger.records`), never the lists this object holds."""
+        ledger (`grader.classes.ledger.records`), never the lists this object holds."""
         tick("report", value=[self.id, part])
         return {"record": [self.id, part]}
 

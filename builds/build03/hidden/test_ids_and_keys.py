@@ -10,9 +10,9 @@ from typing import Any
 
 from builds.build03.hidden import probes as P
 from builds.build03.hidden.expected import canonical, fnv1a_64, key_of, seeded
-from grader.digest import content_id
-from grader.judging import Fail, Observed, check, equal, is_hex_digest, listed, ok, raises
-from workbook.feedback import message, show_json
+from grader.suites.digest import content_id
+from grader.suites.judging import Fail, Observed, check, equal, is_hex_digest, listed, ok, raises
+from workbook.checking.feedback import message, show_json
 
 # ─────────────────────────────────────────────────────────────── visible tests, graded
 

@@ -35,7 +35,7 @@ from builds.build03.hidden.expected import (
     tail_of,
 )
 from etl import EtlError
-from grader.judging import (
+from grader.suites.judging import (
     JSON,
     TIME_TOLERANCE,
     Fail,
@@ -50,7 +50,7 @@ from grader.judging import (
     raises,
     same_value,
 )
-from workbook.feedback import message, show_json, show_outcome
+from workbook.checking.feedback import message, show_json, show_outcome
 
 # ─────────────────────────────────────────────────────────────── visible tests, graded
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from builds.build03.hidden import probes as P
 from builds.build03.hidden.expected import seeded
-from grader.judging import JSON, Fail, Observed, check, equal, listed, not_done, ok, raises
-from workbook.feedback import message, show_json, show_outcome
+from grader.suites.judging import JSON, Fail, Observed, check, equal, listed, not_done, ok, raises
+from workbook.checking.feedback import message, show_json, show_outcome
 
 # ─────────────────────────────────────────────────────────────── visible tests, graded
 

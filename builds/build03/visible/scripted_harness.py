@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from etl import MemorySink, NetworkError
+from workbook.checking.feedback import show
 from workbook.checks import CheckFailure, Said, expect, expect_equal, outcome_of
-from workbook.feedback import show
 
 
 def loop_time() -> float:

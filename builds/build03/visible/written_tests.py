@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import textwrap
 
-from workbook.layover import LaidOver, over
+from workbook.checking.layover import LaidOver, over
 
 #: Test-writing steps: the learner's test -> the seams it tests.
 LEARNER_TESTS: dict[str, tuple[str, ...]] = {

@@ -31,7 +31,7 @@ from typing import Any
 
 from builds.build05.hidden import probes as P
 from etl import TRANSIENT_STATUSES
-from grader.judging import (
+from grader.suites.judging import (
     JSON,
     TIME_TOLERANCE,
     Fail,
@@ -44,7 +44,7 @@ from grader.judging import (
     ok,
     same_value,
 )
-from workbook.feedback import message, show_json, show_outcome
+from workbook.checking.feedback import message, show_json, show_outcome
 
 #: The default policy's waits after failed attempts 1, 2, 3.
 BACKOFF = (0.2, 0.4, 0.8)

@@ -1,14 +1,14 @@
 """Build 05's probes: run in the grading child, next to the learner's exported answers.
 
-Each probe calls the learner's code on inputs defined here (Retry-After values, responses built
-by hand, fault scripts for the fixture server, files to ingest into) and returns what it saw as
-plain JSON: values of exact types, errors by class name and by the class they really are,
-request times on a virtual clock; the files ingested into are kept (`grader.observe.keep`) for
-the parent to read itself. No expected value lives in this file: the judges (``judges.py``, in
-the parent) compute those from the specs and the fixture's own data. Every probe is seeded:
-the fixture serves the launches in an order drawn per submission from its own exported text
-(`listing`), and the parsing probes add values drawn the same way (``draw_*``), so the parent,
-drawing them again, judges what these inputs must give, not what some other run reported.
+Each probe calls the learner's code on inputs defined here (Retry-After values, responses built by
+hand, fault scripts for the fixture server, files to ingest into) and returns what it saw as plain
+JSON: values of exact types, errors by class name and by the class they really are, request times on
+a virtual clock; the files ingested into are kept (`grader.suites.observe.keep`) for the parent to
+read itself. No expected value lives in this file: the judges (``judges.py``, in the parent) compute
+those from the specs and the fixture's own data. Every probe is seeded: the fixture serves the
+launches in an order drawn per submission from its own exported text (`listing`), and the parsing
+probes add values drawn the same way (``draw_*``), so the parent, drawing them again, judges what
+these inputs must give, not what some other run reported.
 
 Build 05's setup cell loads build 03's seams with `workbook.siblings.load_sibling`. Graded here,
 the export has no notebook next to it, so importing this file registers the reference seams of
@@ -60,7 +60,7 @@ from etl.server import (
     Script,
     http_date,
 )
-from grader.observe import (
+from grader.suites.observe import (
     JSON,
     Clock,
     Probes,
@@ -77,8 +77,8 @@ from grader.observe import (
     tick,
     vrun,
 )
-from workbook.export import run_exported
-from workbook.modules import fresh_module, registered
+from workbook.shared.export import run_exported
+from workbook.shared.modules import fresh_module, registered
 from workbook.siblings import use_reference
 
 PROBES = Probes(suite_salt(__file__))

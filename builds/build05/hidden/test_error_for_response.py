@@ -16,7 +16,7 @@ from builds.build05.hidden.expected import (
     seeded,
     value_of,
 )
-from grader.judging import JSON, Observed, check, listed
+from grader.suites.judging import JSON, Observed, check, listed
 
 
 def judge_responses(

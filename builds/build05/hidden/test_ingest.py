@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from builds.build05.hidden import probes as P
 from builds.build05.hidden.expected import end_of, file_holds, listing_ids, seeded, stops_with
-from grader.judging import JSON, Fail, Observed, equal, learner_text, listed
-from workbook.feedback import message, show_outcome
+from grader.suites.judging import JSON, Fail, Observed, equal, learner_text, listed
+from workbook.checking.feedback import message, show_outcome
 
 
 def ingest_call(query: str, script: str = "", path: str = "path") -> str:

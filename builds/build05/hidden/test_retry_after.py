@@ -13,8 +13,8 @@ from builds.build05.hidden.expected import (
     seeded,
     value_of,
 )
-from grader.judging import Observed, equal, listed
-from workbook.feedback import show_json
+from grader.suites.judging import Observed, equal, listed
+from workbook.checking.feedback import show_json
 
 
 def test_retry_after_reads_seconds_and_dates(observed: Observed) -> None:

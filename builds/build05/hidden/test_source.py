@@ -22,8 +22,8 @@ from builds.build05.hidden.expected import (
     stops_with,
     yields,
 )
-from grader.judging import Observed, check, equal
-from workbook.feedback import show_outcome
+from grader.suites.judging import Observed, check, equal
+from workbook.checking.feedback import show_outcome
 
 
 def source_call(query: str, script: str = "", options: str = "") -> str:

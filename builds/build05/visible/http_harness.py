@@ -24,8 +24,8 @@ import httpx
 
 from etl import HttpStatus, Launch, MemorySink, ParseError, RateLimited, launch_results
 from etl.server import IN_PROCESS_BASE_URL, LAUNCHES_PATH, FixtureApp
+from workbook.checking.feedback import show
 from workbook.checks import Said, expect, outcome_of
-from workbook.feedback import show
 
 #: The fixture's listing, in-process (a made-up host: no socket is opened).
 LISTING = IN_PROCESS_BASE_URL + LAUNCHES_PATH

@@ -26,8 +26,8 @@ from builds.build05.visible.http_harness import (
 )
 from etl import HttpStatus, ParseError, launch_results
 from etl.server import Fault, FixtureApp
+from workbook.checking.feedback import show
 from workbook.checks import Checks, Said, expect, expect_equal
-from workbook.feedback import show
 
 SOURCE = Checks("05")
 #: Real seconds a check may take: on virtual time its waits cost microseconds.

@@ -11,7 +11,7 @@ statement of any answer.
 
 from __future__ import annotations
 
-from workbook.layover import LaidOver, over
+from workbook.checking.layover import LaidOver, over
 
 #: Test-writing steps: the learner's test -> the seams it tests.
 LEARNER_TESTS: dict[str, tuple[str, ...]] = {"test_second_run_writes_nothing": ("ingest",)}

@@ -27,8 +27,8 @@ from typing import Any
 
 from builds.build07.hidden import probes as P
 from builds.build07.hidden.model import kept_state, play
-from grader.judging import JSON, Fail, Observed, is_kind, learner_text, not_done
-from workbook.feedback import message, show_json, show_outcome
+from grader.suites.judging import JSON, Fail, Observed, is_kind, learner_text, not_done
+from workbook.checking.feedback import message, show_json, show_outcome
 
 SHOWN_STEPS = 12
 

@@ -2,7 +2,7 @@
 
 `Store` is the spec written as dictionaries (no SQL): the judges run every scenario step, and
 every step of the state machine, through it, and compare what the learner's code did with what
-it gives. `kept_state` and `commits` read a database the worker kept (`grader.observe.keep`)
+it gives. `kept_state` and `commits` read a database the worker kept (`grader.suites.observe.keep`)
 here, in the parent, after the worker ended: what it holds is the truth a probe's report only
 claims. Running the same steps twice gives the same model.
 
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builds.build07.hidden import probes as P
-from grader.digest import canonical_json
-from grader.judging import JSON, Observed
+from grader.suites.digest import canonical_json
+from grader.suites.judging import JSON, Observed
 
 MISSING_ID = "missing id"
 BAD_VERSION = "version is not an integer"

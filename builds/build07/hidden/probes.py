@@ -10,7 +10,7 @@ process killed mid-page, and a state machine of pages, replays, faults, restarts
 workers.
 
 Everything reported here is a claim (the learner's code shares this process), so each probe
-also *keeps* its database files (`grader.observe.keep`): the parent reads them itself after
+also *keeps* its database files (`grader.suites.observe.keep`): the parent reads them itself after
 the worker ends, and judges the store it finds there. Every probe is seeded: the launches a
 page holds, the cursors and the ids come from `Inputs`, drawn per submission from its own
 exported text, and the state machine's steps are drawn from the same generator, so the parent
@@ -38,7 +38,7 @@ from typing import Any
 
 from builds.build07.visible.interrupts import Interrupting, InterruptingPayload, nested
 from etl import Launch, launches
-from grader.observe import (
+from grader.suites.observe import (
     JSON,
     Probes,
     attempt,
@@ -49,7 +49,7 @@ from grader.observe import (
     raised,
     suite_salt,
 )
-from workbook.feedback import stable_repr
+from workbook.checking.feedback import stable_repr
 
 PROBES = Probes(suite_salt(__file__))
 #: Parsed once, when the fork server imports this file: every worker inherits them.

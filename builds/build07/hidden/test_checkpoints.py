@@ -9,7 +9,7 @@ from typing import Any
 from builds.build07.hidden import probes as P
 from builds.build07.hidden.expected import opened, seeded, sort_rows
 from builds.build07.hidden.model import kept_state
-from grader.judging import Observed, equal, listed, ok
+from grader.suites.judging import Observed, equal, listed, ok
 
 
 def test_checkpoint_moves_only_by_compare_and_set(observed: Observed) -> None:

@@ -12,7 +12,7 @@ from builds.build07.hidden.expected import (
     state_difference,
 )
 from builds.build07.hidden.model import Store, kept_state, outcome
-from grader.judging import Observed, check, listed, not_done
+from grader.suites.judging import Observed, check, listed, not_done
 
 
 def test_concurrent_duplicates_one_durable_effect(observed: Observed) -> None:

@@ -14,8 +14,8 @@ from builds.build07.hidden.expected import (
     state_difference,
 )
 from builds.build07.hidden.model import Store, kept_state
-from grader.judging import Observed, check
-from workbook.feedback import show_json
+from grader.suites.judging import Observed, check
+from workbook.checking.feedback import show_json
 
 
 def test_killed_mid_page_then_replay_converges(observed: Observed) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from builds.build07.hidden import probes as P
 from builds.build07.hidden.expected import seeded
 from builds.build07.hidden.model import BAD_VERSION, MISSING_ID, NOT_CANONICAL, reason_for
-from grader.judging import Observed, equal, listed, ok
-from workbook.feedback import show_json
+from grader.suites.judging import Observed, equal, listed, ok
+from workbook.checking.feedback import show_json
 
 
 def test_poison_items_are_classified(observed: Observed) -> None:

@@ -22,8 +22,8 @@ from builds.build07.hidden.expected import (
     steps_text,
 )
 from builds.build07.hidden.model import Store, kept_state
-from grader.judging import Fail, Observed, check, listed, not_done
-from workbook.feedback import message, show_outcome
+from grader.suites.judging import Fail, Observed, check, listed, not_done
+from workbook.checking.feedback import message, show_outcome
 
 test_replay_same_batch_same_fixed_point = scenario_judge(
     "replay_same_batch_same_fixed_point",

@@ -19,8 +19,8 @@ from builds.build07.hidden.expected import (
     state_difference,
 )
 from builds.build07.hidden.model import Store
-from grader.judging import JSON, Fail, Observed, listed, not_done
-from workbook.feedback import message, show_json, show_outcome
+from grader.suites.judging import JSON, Fail, Observed, listed, not_done
+from workbook.checking.feedback import message, show_json, show_outcome
 
 
 def fault_text(fault: JSON) -> str:

@@ -15,8 +15,8 @@ from builds.build07.hidden.expected import (
     state_difference,
 )
 from builds.build07.hidden.model import Store, kept_schema, kept_state
-from grader.judging import Fail, Observed, check, equal, is_kind, learner_text, listed, ok
-from workbook.feedback import message, show_json, show_outcome
+from grader.suites.judging import Fail, Observed, check, equal, is_kind, learner_text, listed, ok
+from workbook.checking.feedback import message, show_json, show_outcome
 
 UNIQUE_NOTE = (
     "Declare the identity in the schema: PRIMARY KEY (tenant, source, item_id) (or a UNIQUE"

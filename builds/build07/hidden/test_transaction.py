@@ -17,8 +17,18 @@ from builds.build07.hidden.expected import (
     seeded,
 )
 from builds.build07.hidden.model import Store, commits
-from grader.judging import JSON, Fail, Observed, check, equal, is_kind, learner_text, not_done, ok
-from workbook.feedback import message, show_json, show_outcome
+from grader.suites.judging import (
+    JSON,
+    Fail,
+    Observed,
+    check,
+    equal,
+    is_kind,
+    learner_text,
+    not_done,
+    ok,
+)
+from workbook.checking.feedback import message, show_json, show_outcome
 
 
 def transaction_problem(

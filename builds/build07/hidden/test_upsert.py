@@ -9,8 +9,8 @@ from collections.abc import Callable
 from builds.build07.hidden import probes as P
 from builds.build07.hidden.expected import judge_store, opened, seeded, state_difference
 from builds.build07.hidden.model import Store
-from grader.digest import canonical_json
-from grader.judging import Observed, check, equal, listed, ok
+from grader.suites.digest import canonical_json
+from grader.suites.judging import Observed, check, equal, listed, ok
 
 
 def upsert_judge(name: str, which: str, note: str) -> Callable[[Observed], None]:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from etl import launches
+from workbook.checking.feedback import show
 from workbook.checks import CheckFailure, Said, expect, expect_equal
-from workbook.feedback import show
 
 TENANT, OTHER = "acme", "globex"
 SOURCE = "ll2"

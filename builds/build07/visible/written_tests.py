@@ -13,15 +13,16 @@ learners: no answer is here.
 
 from __future__ import annotations
 
-from workbook.layover import LaidOver, over
+from workbook.checking.layover import LaidOver, over
 
 #: Test-writing steps: the learner's test -> the seams it tests.
 LEARNER_TESTS: dict[str, tuple[str, ...]] = {
     "test_replay_reaches_a_fixed_point": ("ingest_page", "advance_checkpoint"),
     "test_state_machine_equals_one_clean_run": ("ingest_page",),
 }
-#: Generic mutants tried per test for advice (instead of `workbook.learnertests.MAX_MUTANTS`),
-#: so that a step's self-check answers within two seconds: a state machine costs 60 ms a run.
+#: Generic mutants tried per test for advice (instead of
+#: `workbook.checking.learnertests.MAX_MUTANTS`), so that a step's self-check answers within two
+#: seconds: a state machine costs 60 ms a run.
 MAX_MUTANTS_OF: dict[str, int] = {
     "test_replay_reaches_a_fixed_point": 30,
     "test_state_machine_equals_one_clean_run": 6,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from grader.observe import JSON, Probes, attempt, need
+from grader.suites.observe import JSON, Probes, attempt, need
 
 PROBES = Probes()
 

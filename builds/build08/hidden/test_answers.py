@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from grader.judging import JSON, Fail, NotDone, Observed, not_done
-from workbook.feedback import message, show_json
+from grader.suites.judging import JSON, Fail, NotDone, Observed, not_done
+from workbook.checking.feedback import message, show_json
 
 #: The answer key: (test name, ANSWERS key, the right answer, its form).
 KEY: tuple[tuple[str, str, Any, str], ...] = (

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from workbook.checking.feedback import cut, show
 from workbook.checks import CheckFailure, Checks
-from workbook.feedback import cut, show
 
 CHECKS = Checks("08")
 
