@@ -46,7 +46,7 @@ from grader.learner_tests.wheats import TestCells, read_test_cells
 from grader.runtime.cleanup import remove_stale_scratch
 from grader.runtime.forkclient import SCRATCH_ROOT
 from grader.runtime.pool import RunnerPool
-from grader.runtime.results import GRADER_FAULT, Outcome, SubmissionResult, TestResult, all_zero
+from grader.runtime.results import Outcome, SubmissionResult, TestResult, all_zero, fault_sentence
 from grader.runtime.sandbox import (
     Isolation,
     Limits,
@@ -442,7 +442,7 @@ def _grade(job: BuildJob, runner: Runner, suites: dict[str, Any], cache: Cache, 
             known_tests=known,
         )
     except Exception as exc:  # the grader's own failure: reported, never cached
-        reason = f"{GRADER_FAULT} {type(exc).__name__}: {one_line(str(exc), 300)}"
+        reason = fault_sentence(f"{type(exc).__name__}: {one_line(str(exc), 300)}")
         result = all_zero(entry.number, entry, job.found.shown, reason, Outcome.GRADER_FAULT)
     source_id = content_id("submission", job.source)
     if job.tests_key is not None and known is None and result.status != "error":

@@ -38,7 +38,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.runtime.results import GRADER_FAULT, Outcome, ProbeRecord, TestResult
+from grader.runtime.results import Outcome, ProbeRecord, TestResult, fault_sentence
 from grader.suites.judging import Judges
 from grader.suites.loading import Suite
 from workbook.checking import teststep
@@ -171,7 +171,7 @@ def grade_learner_tests(
         reference = reference_source(root / entry.solution)
     except WorkbookError as exc:
         return [
-            _result(s, 0, f"{GRADER_FAULT} the reference: {exc}", Outcome.GRADER_FAULT)
+            _result(s, 0, fault_sentence(f"the reference: {exc}"), Outcome.GRADER_FAULT)
             for s in entry.learner_tests
         ]
     grading = _Grading(
@@ -220,7 +220,7 @@ class _Grading:
             contract = "\n".join(c.source for c in teststep.contract_of(self.build, spec.name))
             neutral = teststep.neutral_of(self.build)
         except (KeyError, ImportError) as exc:
-            fault = f"{GRADER_FAULT} the laid-over bugs of {spec.name}: {cut(str(exc))}"
+            fault = fault_sentence(f"the laid-over bugs of {spec.name}: {cut(str(exc))}")
             return _result(spec, 0, fault, Outcome.GRADER_FAULT)
         wheats = [
             f"{self.reference}\n{neutral}\n",
@@ -232,7 +232,7 @@ class _Grading:
             ran = self._run(f"{wheat}{neutral}\n", spec)
             if ran.get("status") == "load failed":
                 error = cut(str(ran.get("error")))
-                lost = f"{GRADER_FAULT} {label} did not load: {error}"
+                lost = fault_sentence(f"{label} did not load: {error}")
                 return _result(spec, 0, lost, Outcome.GRADER_FAULT)
             if ran.get("passed") is not True:
                 return self._rejects_correct_code(spec, ran, label)
@@ -242,7 +242,7 @@ class _Grading:
             for wheat in wheats:
                 ran = self._run(f"{wheat}\n{bugs[name].source}", spec)
                 if ran.get("status") == "load failed":  # a laid-over bug must load: ours to fix
-                    fault = f"{GRADER_FAULT} the laid-over bug {name} does not load"
+                    fault = fault_sentence(f"the laid-over bug {name} does not load")
                     return _result(spec, 0, fault, Outcome.GRADER_FAULT)
                 if ran.get("passed") is True:
                     caught[name] = False

@@ -19,6 +19,12 @@ SubmissionStatus = Literal["graded", "partial", "error"]
 GRADER_FAULT = "grader error:"
 
 
+def fault_sentence(what: str) -> str:
+    """The one sentence a learner reads for a grader fault: what failed, and that it is not
+    theirs (`GRADER_FAULT` first, so reports and tests find it)."""
+    return f"{GRADER_FAULT} {what} (not your submission's fault; tell your instructor)"
+
+
 class Outcome(StrEnum):
     """What became of one graded test, so that reports and the cache never read sentences."""
 

@@ -42,7 +42,6 @@ from grader.runtime.cleanup import remove_stale_scratch, remove_tree
 from grader.runtime.forkclient import SCRATCH_ROOT, ForkServer, digest
 from grader.runtime.protocol import Exit, Job, Private, Reply, WallsMode
 from grader.runtime.results import (
-    GRADER_FAULT,
     Outcome,
     ProbeRecord,
     ProbeRun,
@@ -51,6 +50,7 @@ from grader.runtime.results import (
     SubmissionStatus,
     TestResult,
     all_zero,
+    fault_sentence,
     zero_results,
 )
 from grader.runtime.sandbox import Isolation, Limits
@@ -87,10 +87,6 @@ class JobEnd:
     """The runner had the job killed for overrunning."""
     fault: str | None = None
     """The grader's own failure (a wall that did not rise, a server lost), in words."""
-
-
-def _fault(what: str) -> str:
-    return f"{GRADER_FAULT} {what} (not your submission's fault; tell your instructor)"
 
 
 def _judged(spec: TestSpec, suite: Suite, run: ProbeRun, observed: Observed) -> TestResult:
@@ -472,7 +468,7 @@ class Runner:
             os.close(results_w)
             os.close(output_fd)
             os.close(folder_fd)
-        end = JobEnd(fault=_fault("the grading server stopped answering"))
+        end = JobEnd(fault=fault_sentence("the grading server stopped answering"))
         try:
             end = self._watch(server, stream, results_r)
         except BaseException:
@@ -495,7 +491,7 @@ class Runner:
         stream.deadline = time.monotonic() + self.limits.load_seconds + self.limits.grace_seconds
         open_pipe = True
         killed = False
-        lost = JobEnd(fault=_fault("the grading server stopped answering"))
+        lost = JobEnd(fault=fault_sentence("the grading server stopped answering"))
         while True:
             now = time.monotonic()
             if not killed and (now > stream.deadline or stream.deviation):
@@ -524,9 +520,9 @@ class Runner:
         """What the server's report of a job's end means. Only what came out of band (the
         walls not up) is the grader's fault; after that, every exit is the learner's."""
         if end.wall is not None:
-            return JobEnd(fault=_fault(f"a wall could not be raised: {end.wall}"))
+            return JobEnd(fault=fault_sentence(f"a wall could not be raised: {end.wall}"))
         if not end.up:
-            return JobEnd(fault=_fault("the worker ended before its walls were up"))
+            return JobEnd(fault=fault_sentence("the worker ended before its walls were up"))
         return JobEnd(code=end.code, timeout=timeout)
 
     def _keep_artefacts(self, run: ProbeRun, folder: Path, suffix: str) -> None:

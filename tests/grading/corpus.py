@@ -462,21 +462,23 @@ import workbook.shared.manifest
 _repo = workbook.shared.manifest.repo_root()
 _seen = []
 _hidden = _repo / "builds/build03/hidden"
+# The listings first, by folder name: the whole answer must fit the 200 characters shown.
+for _folder in (_repo / "builds/build03", _hidden, _repo / "solutions"):
+    try:
+        _seen.append(f"{_folder.name}: {sorted(os.listdir(_folder))}")
+    except OSError as _exc:
+        _seen.append(f"{_folder.name}: {type(_exc).__name__}")
 _solution = _repo / "solutions/03_build_retry_and_sink.ipynb"
+_unread = []
 for _path in (_hidden / "mutants.toml", _hidden / "probes.py", _solution, _repo / ".git/HEAD"):
     try:
         _text = _path.read_text()
         print(_text)
         print(_text, file=sys.stderr)
         _seen.append(_text[:3000])
-    except OSError as _exc:
-        _seen.append(f"{_path.name}: {type(_exc).__name__}")
-for _folder in (_hidden, _repo / "builds/build03", _repo / "solutions", _repo.parent):
-    try:
-        _seen.append(f"{_folder}: {sorted(os.listdir(_folder))}")
-    except OSError as _exc:
-        _seen.append(f"{_folder}: {type(_exc).__name__}")
-
+    except OSError:
+        _unread.append(_path.name)
+_seen.append("unread: " + " ".join(_unread))
 
 def fnv1a_64(data):
     return " | ".join(_seen)

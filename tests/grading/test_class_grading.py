@@ -186,13 +186,13 @@ def test_a_replayed_report_passes_no_test_of_any_build(build: str) -> None:
 def test_a_learner_cannot_read_the_secrets(graded: Graded) -> None:
     _, _, told = graded.build03("cheat_reads_hidden")
     seen = told.split("got:", 1)[1].split("expected:", 1)[0]
-    for name in ("mutants.toml", "probes.py", "03_build_retry_and_sink.ipynb", "HEAD"):
-        assert f"{name}: FileNotFoundError" in seen or f"{name}: PermissionError" in seen, seen
-    # Not even the reference seams: build 03's own would be its solution, ready to load.
-    for folder in ("builds/build03/hidden", "solutions"):  # not there at all (an allowlist)
-        assert f"{folder}: ['" not in seen, seen
+    # Not a file of the hidden suite, the solution or the repository's history can be read,
+    assert "unread: mutants.toml probes.py 03_build_retry_and_sink.ipynb HEAD" in seen, seen
+    # not even the reference seams: build 03's own would be its solution, ready to load.
+    for folder in ("hidden", "solutions"):  # not there at all (an allowlist)
+        assert f"{folder}: FileNotFoundError" in seen, seen
     # The build's folder holds its visible half only: the worker cannot even list hidden/.
-    assert "builds/build03: ['__init__.py', 'build.toml', 'visible']" in seen, seen
+    assert "build03: ['__init__.py', 'build.toml', 'visible']" in seen, seen
     assert "JUDGES" not in told and "PROBES" not in told
 
 

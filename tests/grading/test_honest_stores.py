@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from builds.build07.hidden.probes import item_text
 from grader import Runner, load_suite
 from workbook.shared.export import export_source
 from workbook.shared.manifest import load_manifest, repo_root
@@ -32,3 +33,9 @@ def test_the_solution_in_any_journal_mode_earns_every_point(runner: Runner, mode
     moded = source.replace(OPEN, f'    conn.execute("PRAGMA journal_mode={mode}")\n{OPEN}')
     result = runner.grade_source("07", moded, label=mode, suite=load_suite("07"), entry=ENTRY)
     assert result.score == result.max_score, [t.message for t in result.tests if not t.passed]
+
+
+def test_an_item_is_shown_with_its_sets_sorted() -> None:
+    # The judges' text of an item goes through the one stable repr (`workbook.checking.feedback`).
+    item = {"id": "p-set", "payload": {"tags": {"kiwi", "fig", "yam", "pea"}}}
+    assert item_text(item) == "{'id': 'p-set', 'payload': {'tags': {'fig', 'kiwi', 'pea', 'yam'}}}"

@@ -64,7 +64,8 @@ def test_the_grader_and_the_self_check_agree_on_the_expected_points(
     sources = Sources(own.setup, own.answers, (case.body,))
     # Both sides at once: each mostly waits on its children (a hang costs each 3 s).
     # The advice (generic mutants of the lines the test ran) never changes the points or
-    # "done"; `tests/unit/test_test_steps.py` proves it on its own. Without it: 0.4 s a case.
+    # "done"; `tests/unit/workbook/checking/test_teststep.py` proves it on its own. Without it:
+    # 0.4 s a case.
     with ThreadPoolExecutor(1) as pool:
         step = pool.submit(teststep.run_step, case.build, case.test, sources, advice=False)
         result = graded(runner, case)

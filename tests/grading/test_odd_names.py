@@ -30,7 +30,7 @@ from grader.runtime.forkclient import SCRATCH_ROOT
 from grader.runtime.sandbox import Limits
 from tests.grading import corpus
 from tests.grading.test_bad_input import chain
-from tests.unit.test_export import nbformat3
+from tests.unit.workbook.shared.test_export import nbformat3
 from workbook.shared.export import cell_source, cell_tags
 
 CHINESE_234 = "学" * 78  # 78 × 3 = 234 bytes of UTF-8

@@ -202,6 +202,10 @@ def _tracked_text() -> Iterator[tuple[str, str]]:
         yield name, path.read_text(encoding="utf-8", errors="replace")
 
 
+#: Where in its build folder a graded test's name may be written.
+HOME = r"(build\.toml|hidden/probes\.py|hidden/test_\w+\.py|visible/\w+\.py)$"
+
+
 def _judges(name: str, text: str) -> bool:
     """Whether `text` defines the judge of `name`: a function, one a factory made, or a row of
     a table of judges (build 08's answer key)."""
@@ -215,23 +219,20 @@ def test_a_graded_tests_name_lives_in_its_build_folder_only() -> None:
     else but the notebooks (whose self-check output shows it), the docs that quote that output,
     and the tests that pin verdicts. So adding one touches one folder."""
     texts = dict(_tracked_text())
+    builds = {spec.name: entry.number for entry in load_manifest().graded for spec in entry.tests}
+    word = re.compile(r"\b(" + "|".join(sorted(builds, key=len, reverse=True)) + r")\b")
     elsewhere: dict[str, list[str]] = {}
+    for name, text in texts.items():
+        for found in sorted(set(word.findall(text))):
+            folder = f"builds/build{builds[found]}/"
+            allowed = (
+                rf"^{folder}(build\.toml|hidden/probes\.py|hidden/test_\w+\.py|visible/\w+\.py)$"
+            )
+            if not re.match(allowed, name):
+                elsewhere.setdefault(found, []).append(name)
     for entry in load_manifest().graded:
         folder = f"builds/build{entry.number}/"
-        allowed = re.compile(
-            rf"^{folder}(build\.toml|hidden/probes\.py|hidden/test_\w+\.py|visible/\w+\.py)$"
-        )
-        for spec in entry.tests:
-            word = re.compile(rf"\b{re.escape(spec.name)}\b")
-            where = [n for n, text in texts.items() if word.search(text) and not allowed.match(n)]
-            if where:
-                elsewhere[spec.name] = where
-        judges = [
-            n
-            for n in texts
-            if re.match(rf"^{folder}hidden/test_\w+\.py$", n)
-            and any(_judges(t.name, texts[n]) for t in entry.tests)
-        ]
+        judges = [n for n in texts if re.match(rf"^{folder}hidden/test_\w+\.py$", n)]
         for spec in entry.tests:
             defined = [n for n in judges if _judges(spec.name, texts[n])]
             assert len(defined) == 1, f"{spec.name}: judged in {defined or 'no module'}"
@@ -298,3 +299,32 @@ def test_each_pinned_path_imports(dotted: str) -> None:
     for part in filter(None, attribute.split(".")):
         found = getattr(found, part)
     assert found is not None
+
+
+#: Modules without a unit test file of their own, each with the reason.
+NO_TEST_FILE = {
+    "grader/bench.py": "a two-line `python -m` entry point; grader.proofs.class_bench is tested",
+    "grader/validity.py": "a two-line `python -m` entry point; grader.proofs.suite_validity is",
+}
+
+
+def test_every_module_has_its_unit_test_file() -> None:
+    """``<package>/<wing>/<module>.py`` is tested in ``tests/unit/<package>/<wing>/
+    test_<module>.py``: a module's tests are found by its name."""
+    missing = []
+    for package in ("etl", "workbook", "grader"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT)
+            if path.name in ("__init__.py", "__main__.py") or "__pycache__" in path.parts:
+                continue
+            if relative.as_posix() in NO_TEST_FILE:
+                continue
+            expected = ROOT / "tests" / "unit" / relative.parent / f"test_{path.name}"
+            if not expected.exists():
+                missing.append(f"{relative} -> {expected.relative_to(ROOT)}")
+    assert missing == [], "write the missing test files"
+
+
+def test_no_test_file_is_named_after_an_issue() -> None:
+    named = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_issue*.py"))
+    assert named == [], "name a test file after the module or behaviour it tests"

@@ -1,7 +1,8 @@
 # The reference seams of build 03, for grading later builds: the grader gives build 05 (and on)
 # this module in place of the learner's own build 03, so each build is graded alone. It is the
 # export of solutions/03_build_retry_and_sink.ipynb, kept with the hidden suites and never
-# released; tests/unit/test_siblings.py fails when the code here and there differ. To refresh:
+# released; tests/unit/workbook/test_siblings.py fails when the code here and there differ.
+# To refresh:
 #   python -m workbook export solutions/03_build_retry_and_sink.ipynb \
 #       -o builds/build03/hidden/seams.py && ruff format builds/build03/hidden/seams.py
 

@@ -150,7 +150,7 @@ def _serve(sock: socket.socket, job: Job, fds: list[int], plan: Plan) -> bool:
     except BaseException as exc:  # a broken suite is reported, not fatal
         error = f"cannot import the probes {job.suite}: {safe_text(exc)}"
         sock.sendall(encode_reply(Reply.ERROR, error=error))
-        for fd in fds:
+        for fd in (results, output, private, folder):  # `suite` is closed below, once
             os.close(fd)
         return True
     finally:

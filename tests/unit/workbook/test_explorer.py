@@ -1,0 +1,279 @@
+"""The backoff explorer, headless: move a control, then read the figure it drew.
+
+Each control gets at least one test showing the figure changes the way the formula
+``min(base * 2**(attempt-1), cap)`` (and each jitter's range) says it must. The figure's
+readers, and the tests of the drawing and of the schedules alone, are in ``teaching/``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from tests.unit.workbook.teaching.test_backoff_figure import (
+    attempt_times,
+    axis,
+    bars,
+    formula,
+    herd_counts,
+    timeline_sleeps,
+    wait_heights,
+)
+from workbook import explorer
+from workbook.explorer import BackoffExplorer
+
+
+def cap_line(fig: Figure) -> float:
+    (line,) = [ln for ln in axis(fig, "waits").lines if ln.get_label() == "cap"]
+    assert isinstance(line, Line2D)
+    return float(line.get_ydata()[0])
+
+
+def spikes(counts: list[float]) -> list[float]:
+    """The height of each run of non-zero counts (one burst of retries)."""
+    found: list[float] = []
+    level = 0.0
+    for count in [*counts, 0.0]:
+        if count:
+            level = max(level, count)
+        elif level:
+            found.append(level)
+            level = 0.0
+    return found
+
+
+@pytest.fixture(autouse=True)
+def fast_png(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests read the figure's data, not its pixels: skip the Agg rendering (most of
+    the time of a redraw) except in tests that ask for the ``real_png`` fixture."""
+    if "real_png" not in request.fixturenames:
+        monkeypatch.setattr(explorer, "png", lambda fig, dpi=80: repr(id(fig)).encode())
+
+
+@pytest.fixture
+def real_png() -> None:
+    """Asking for this keeps `explorer.png` real (see `fast_png`)."""
+
+
+@pytest.fixture
+def panel() -> BackoffExplorer:
+    """One client, no jitter, the seed's base delay and cap, nine attempts (the cap bites)."""
+    return explorer.explore(clients=1)
+
+
+# --- max attempts ---------------------------------------------------------------------------
+
+
+def test_four_attempts_give_three_sleep_bars(panel: BackoffExplorer) -> None:
+    panel.controls["max_attempts"].value = 4
+    fig = panel.figure
+    assert wait_heights(fig) == pytest.approx([0.2, 0.4, 0.8])
+    assert len(timeline_sleeps(fig)) == 3
+    assert attempt_times(fig) == pytest.approx([0.0, 0.2, 0.6, 1.4])
+    assert panel.summary.value == "<b>4 attempts · 3 sleeps · total wait 1.4 s · cap 10.0 s</b>"
+
+
+def test_timeline_bars_sit_between_consecutive_attempts(panel: BackoffExplorer) -> None:
+    times = attempt_times(panel.figure)
+    sleeps = timeline_sleeps(panel.figure)
+    for (start, length), begin, end in zip(sleeps, times[:-1], times[1:], strict=True):
+        assert start == pytest.approx(begin)
+        assert start + length == pytest.approx(end)
+
+
+# --- base delay -----------------------------------------------------------------------------
+
+
+def test_base_delay_scales_the_waits_the_cap_does_not_reach(panel: BackoffExplorer) -> None:
+    panel.controls["base_delay"].value = 0.4
+    assert wait_heights(panel.figure) == pytest.approx(formula(0.4, 10.0, 9))
+    assert wait_heights(panel.figure)[:5] == pytest.approx([0.4, 0.8, 1.6, 3.2, 6.4])
+
+
+# --- cap ------------------------------------------------------------------------------------
+
+
+def test_opening_state_shows_the_cap_biting(panel: BackoffExplorer) -> None:
+    heights = wait_heights(panel.figure)
+    assert heights == pytest.approx([0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 10.0, 10.0])
+    assert "cap bites on 2 of 8" in panel.summary.value
+
+
+def test_raising_the_cap_changes_only_the_capped_bars(panel: BackoffExplorer) -> None:
+    before = wait_heights(panel.figure)
+    panel.controls["cap"].value = 20.0
+    after = wait_heights(panel.figure)
+    assert after == pytest.approx(formula(0.2, 20.0, 9))
+    changed = [
+        i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != pytest.approx(b)
+    ]
+    assert changed == [6, 7]  # the 7th and 8th waits, the two the cap cut
+    assert after[6:] == pytest.approx([12.8, 20.0])
+    assert cap_line(panel.figure) == 20.0
+
+
+def test_lowering_the_cap_flattens_every_wait_above_it(panel: BackoffExplorer) -> None:
+    panel.controls["cap"].value = 1.0
+    assert wait_heights(panel.figure) == pytest.approx([0.2, 0.4, 0.8] + [1.0] * 5)
+    assert cap_line(panel.figure) == 1.0
+
+
+# --- Retry-After ----------------------------------------------------------------------------
+
+
+def test_retry_after_replaces_the_wait_it_applies_to(panel: BackoffExplorer) -> None:
+    panel.controls["max_attempts"].value = 5
+    panel.controls["retry_after_on"].value = 2
+    panel.controls["retry_after"].value = 5.0
+    assert wait_heights(panel.figure) == pytest.approx([0.2, 0.4, 0.8, 1.6])  # box unticked
+    panel.controls["retry_after_enabled"].value = True
+    assert wait_heights(panel.figure) == pytest.approx([0.2, 5.0, 0.8, 1.6])
+    assert attempt_times(panel.figure)[-1] == pytest.approx(0.2 + 5.0 + 0.8 + 1.6)
+    panel.controls["retry_after_on"].value = 3
+    assert wait_heights(panel.figure) == pytest.approx([0.2, 0.4, 5.0, 1.6])
+
+
+def test_retry_after_is_not_capped(panel: BackoffExplorer) -> None:
+    panel.set(max_attempts=4, retry_after=30.0, retry_after_on=1)
+    assert wait_heights(panel.figure) == pytest.approx([30.0, 0.4, 0.8])
+    assert cap_line(panel.figure) == 10.0
+
+
+def test_retry_after_leaves_the_other_jittered_waits_alone(panel: BackoffExplorer) -> None:
+    panel.set(jitter="full", seed=3)
+    before = wait_heights(panel.figure)
+    panel.set(retry_after=2.5, retry_after_on=4)
+    after = wait_heights(panel.figure)
+    assert after[3] == 2.5
+    assert after[:3] + after[4:] == before[:3] + before[4:]
+
+
+def test_retry_after_past_the_last_attempt_is_never_reached(panel: BackoffExplorer) -> None:
+    panel.set(max_attempts=3, retry_after=5.0, retry_after_on=3)
+    assert wait_heights(panel.figure) == pytest.approx([0.2, 0.4])
+    assert "never reached" in panel.summary.value
+
+
+# --- jitter strategy ------------------------------------------------------------------------
+
+
+def test_switching_strategy_redraws_the_waits(panel: BackoffExplorer) -> None:
+    exact = wait_heights(panel.figure)
+    assert bars(axis(panel.figure, "waits"), "jitter range") is None
+    panel.controls["jitter"].value = "full"
+    jittered = wait_heights(panel.figure)
+    assert len(jittered) == len(exact)
+    assert all(j <= e for j, e in zip(jittered, exact, strict=True))
+    assert jittered != pytest.approx(exact)
+    ranges = bars(axis(panel.figure, "waits"), "jitter range")
+    assert ranges is not None
+    assert [p.get_height() for p in ranges] == pytest.approx(exact)  # U(0, window)
+    panel.controls["jitter"].value = "none"
+    assert wait_heights(panel.figure) == exact
+
+
+# --- clients and seed: the herd -------------------------------------------------------------
+
+
+def test_without_jitter_the_whole_herd_retries_at_the_same_instants(
+    panel: BackoffExplorer,
+) -> None:
+    panel.controls["clients"].value = 50
+    counts = herd_counts(panel.figure)
+    assert spikes(counts) == [50.0] * 8  # 8 retries, each by all 50 at once
+    assert "50 clients, up to 50 retries within 10 ms" in panel.summary.value
+
+
+def test_full_jitter_spreads_the_herd(panel: BackoffExplorer) -> None:
+    panel.controls["clients"].value = 50
+    panel.controls["jitter"].value = "full"
+    counts = herd_counts(panel.figure)
+    assert len(spikes(counts)) > 8  # more distinct bursts than the 8 retries
+    peak = explorer.crowd(explorer.herd(panel.settings))
+    assert max(counts) == peak < 50 / 3
+    assert f"up to {peak} retries within 10 ms" in panel.summary.value
+
+
+def test_one_client_has_no_herd_panel(panel: BackoffExplorer) -> None:
+    assert [ax.get_label() for ax in panel.figure.axes] == ["timeline", "waits"]
+    panel.controls["clients"].value = 2
+    assert [ax.get_label() for ax in panel.figure.axes] == ["timeline", "herd", "waits"]
+
+
+def test_client_one_does_not_depend_on_the_herd_size(panel: BackoffExplorer) -> None:
+    panel.set(jitter="decorrelated", seed=5)
+    alone = wait_heights(panel.figure)
+    panel.controls["clients"].value = 120
+    assert wait_heights(panel.figure) == alone
+    assert max(herd_counts(panel.figure)) == explorer.crowd(explorer.herd(panel.settings))
+
+
+def test_seed_changes_jittered_schedules_and_repeats_exactly(panel: BackoffExplorer) -> None:
+    panel.set(clients=30, jitter="full", seed=0)
+    first, first_herd = wait_heights(panel.figure), herd_counts(panel.figure)
+    panel.controls["seed"].value = 1
+    assert wait_heights(panel.figure) != first
+    assert herd_counts(panel.figure) != first_herd
+    panel.controls["seed"].value = 0
+    assert wait_heights(panel.figure) == first
+    assert herd_counts(panel.figure) == first_herd
+
+
+def test_seed_does_not_matter_without_jitter(panel: BackoffExplorer) -> None:
+    before = wait_heights(panel.figure)
+    panel.controls["seed"].value = 42
+    assert wait_heights(panel.figure) == before
+
+
+# --- the panel as a page element ------------------------------------------------------------
+
+
+def test_each_change_replaces_the_one_image(panel: BackoffExplorer, real_png: None) -> None:
+    children = list(panel.children)
+    before = panel.image.value
+    panel.controls["cap"].value = 3.0
+    assert panel.image.value != before
+    assert bytes(panel.image.value).startswith(b"\x89PNG")
+    assert list(panel.children) == children
+
+
+def test_summary_is_an_html_element_with_its_css_class(panel: BackoffExplorer) -> None:
+    assert "backoff-summary" in panel.summary._dom_classes
+    panel.controls["max_attempts"].value = 4
+    assert "4 attempts · 3 sleeps · total wait 1.4 s · cap 10.0 s" in panel.summary.value
+
+
+def test_sliders_wait_for_release(panel: BackoffExplorer) -> None:
+    for name in ("max_attempts", "base_delay", "cap", "clients", "seed", "retry_after"):
+        assert panel.controls[name].continuous_update is False
+
+
+def test_retry_after_fields_are_disabled_until_ticked(panel: BackoffExplorer) -> None:
+    assert panel.controls["retry_after"].disabled
+    panel.controls["retry_after_enabled"].value = True
+    assert not panel.controls["retry_after"].disabled
+
+
+def test_mimebundle_carries_a_static_fallback(panel: BackoffExplorer, real_png: None) -> None:
+    data = panel._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert data["image/png"]
+    assert data["text/plain"].startswith("backoff explorer: 9 attempts · 8 sleeps")
+
+
+def test_the_summary_is_said_once(panel: BackoffExplorer) -> None:
+    # Live, the summary line says it and the picture has no title; a snapshot (a picture
+    # alone) carries it as its title.
+    assert panel.figure.get_suptitle() == ""
+    assert "9 attempts · 8 sleeps" in panel.summary.value
+    shot = explorer.snapshot(max_attempts=9)
+    assert shot.figure.get_suptitle().startswith("9 attempts · 8 sleeps")
+
+
+# --- the panel's controls ---------------------------------------------------------------------
+
+
+def test_set_rejects_unknown_controls(panel: BackoffExplorer) -> None:
+    with pytest.raises(TypeError, match="no such control"):
+        panel.set(attempts=3)
