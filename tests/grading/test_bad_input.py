@@ -30,6 +30,7 @@ from grader.runtime.cleanup import PARTIAL, remove_partials, remove_stale_scratc
 from grader.runtime.forkclient import SCRATCH_ROOT
 from grader.runtime.results import Outcome, SubmissionResult
 from grader.runtime.results import TestResult as Judged
+from tests.conftest import ROOT
 from workbook.shared.manifest import load_manifest
 
 ENTRY = load_manifest().entry("03")
@@ -154,7 +155,7 @@ def test_as_an_ordinary_user_locked_folders_are_unlocked_and_removed(tmp_path: P
     target.write_text("root's")
     target.chmod(0o600)
     # A copy nobody can read wherever this clone sits (a folder only root can read included).
-    cleanup = nobody.stage(Path(__file__).resolve().parents[2] / "grader" / "cleanup.py", base)
+    cleanup = nobody.stage(ROOT / "grader" / "runtime" / "cleanup.py", base)
     done = subprocess.run(
         [*nobody.AS_NOBODY, python, "-c", NOBODY_SCRIPT, str(cleanup), str(home), str(target)],
         capture_output=True,
@@ -299,7 +300,7 @@ def test_a_read_only_out_is_refused_before_grading_in_one_line(tmp_path: Path) -
                 *prefix,
                 sys.executable,
                 "-m",
-                "grader.classes.batch",
+                "grader.classes.class_command",
                 str(submissions),
                 "--out",
                 str(out),

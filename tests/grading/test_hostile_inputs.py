@@ -149,7 +149,10 @@ def test_walled_learners_get_a_session_keyring_of_their_own() -> None:
         pytest.skip("no bubblewrap on this machine")
     assert sandbox.walls_problem(sys.executable) is None
     # Run the self-test inside a fresh session keyring too, as a login gets (pam_keyinit).
-    code = "from grader import sandbox; import sys; print(sandbox.walls_problem(sys.executable))"
+    code = (
+        "from grader.runtime import sandbox; import sys;"
+        " print(sandbox.walls_problem(sys.executable))"
+    )
     script = (
         "import ctypes, subprocess, sys\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
