@@ -14,6 +14,7 @@ same report. Never shipped: the learner copy has no grader.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,10 +65,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Leave the hidden suites out unless a submission or a mutant is to be graded."""
-    if not grading(config) and in_hidden(collection_path):
-        return True
-    return None
+    """Leave the hidden suites out unless a submission or a mutant is to be graded, and the
+    visible tests out when one is (they read ``WORKBOOK_BUILDS``, never the submission)."""
+    path = collection_path.resolve()
+    inside = path.relative_to(HERE).parts if path.is_relative_to(HERE) else ()
+    if not grading(config):
+        return True if in_hidden(path) else None
+    return True if len(inside) > 1 and inside[1] != "hidden" else None
 
 
 @dataclass
@@ -81,7 +85,8 @@ class Session:
 
 def build_of(path: Path) -> str:
     """``builds/build03/hidden/test_ids.py`` -> ``"03"``."""
-    folder = path.resolve().relative_to(HERE).parts[0]
+    path = path.resolve()
+    folder = path.relative_to(HERE).parts[0] if path.is_relative_to(HERE) else ""
     if not folder.startswith("build"):
         raise pytest.UsageError(f"{path}: not in a builds/buildNN/hidden folder")
     return folder.removeprefix("build")
@@ -105,6 +110,8 @@ def submission(config: pytest.Config, entry: Entry) -> tuple[str, str]:
         if len(found) > 1:
             raise pytest.UsageError(f"{path}: {len(found)} notebooks {entry.number}_*.ipynb")
         path = found[0]
+    elif re.match(r"\d\d_", path.name) and not path.name.startswith(f"{entry.number}_"):
+        raise pytest.UsageError(f"{path} is not a build {entry.number} notebook ({entry.number}_*)")
     return str(path), export_source(path)
 
 
@@ -152,6 +159,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         for report in terminalreporter.stats.get(key, []):
             if getattr(report, "when", "") == "call" and "::test_" in report.nodeid:
                 path, test = report.nodeid.split("::", 1)
+                if not in_hidden(root / path):  # a test of its own, run beside the suites
+                    continue
                 names = passed.setdefault(build_of(root / path), set())
                 if key == "passed":
                     names.add(test.removeprefix("test_"))

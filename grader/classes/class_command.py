@@ -32,7 +32,9 @@ from grader.classes.batch import grade_class
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: Callable[[str], None] = print) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.classes.batch", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.classes.class_command", description=__doc__
+    )
     parser.add_argument("submissions", type=Path, help="one folder per learner")
     parser.add_argument("--out", type=Path, default=Path("grades"))
     parser.add_argument("--workers", type=int, default=None, help="default: one per core")

@@ -41,6 +41,9 @@ from grader.runtime.cleanup import remove_tree
 from workbook.shared.export import load
 from workbook.shared.manifest import load_manifest
 
+#: The class-grading command run as nobody (what ``make check SUBMISSIONS=`` runs).
+COMMAND = "grader.classes.class_command"
+
 #: What the cheat adds to the stubs: the solution's answer cells, then the reference seams.
 CHEAT = """
 import json as _json
@@ -128,7 +131,7 @@ def main() -> int:
         done = subprocess.run(
             [
                 *AS_NOBODY,
-                *(str(python), "-m", "grader.classes.batch", str(learners), "--out", str(out)),
+                *(str(python), "-m", COMMAND, str(learners), "--out", str(out)),
                 *("--workers", "1"),
             ],
             env={"PATH": "/usr/bin:/bin", "HOME": str(folder), "LANG": "C.UTF-8"},

@@ -88,7 +88,8 @@ def secrets(root: Path | None = None) -> dict[str, str]:
     public = "\n".join(_public_sources(root))
     public_lines = _lines(public)
     for path in buildfolder.secret(root):
-        for line in _lines(path.read_text(encoding="utf-8", errors="replace")) - public_lines:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for line in (_lines(text) - public_lines) | _comments(text):
             if line not in public:
                 found.setdefault(line, str(path.relative_to(root)))
     return found

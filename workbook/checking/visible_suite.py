@@ -52,8 +52,8 @@ def visible_tests(number: str) -> dict[str, Any]:
     def answers() -> ModuleType:
         """The notebook's setup and answer cells as a module (loaded once for all the tests)."""
         path = builds_folder() / notebook
-        if not path.exists():
-            pytest.skip(f"{path.parent} holds no {notebook}")
+        if not path.exists():  # a hand-in without it fails: never a green run of skips
+            pytest.fail(f"{path.parent} holds no {notebook}", pytrace=False)
         return load(path)
 
     def make_test(check: Check) -> Callable[[ModuleType], None]:

@@ -57,7 +57,11 @@ def _files(folder: Path) -> list[Path]:
     return sorted(
         p
         for p in folder.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and ".ipynb_checkpoints" not in p.parts
+        # A link is never followed: one in visible/ could point into hidden/.
+        if p.is_file()
+        and not p.is_symlink()
+        and "__pycache__" not in p.parts
+        and ".ipynb_checkpoints" not in p.parts
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,16 @@ def test_the_venv_imports_this_repository_and_its_packages(tmp_path: Path) -> No
     ).stdout.split()
     assert said == [str(ROOT / "grader" / "__init__.py"), str(tmp_path / "venv")]
     assert os.access(python, os.X_OK)
+
+
+def test_the_command_run_as_nobody_is_a_command() -> None:
+    """The module it runs with ``-m`` parses arguments and says how (a module that is no command
+    would run nothing, exit 0, and leave no grades.csv)."""
+    done = subprocess.run(
+        [sys.executable, "-m", ordinary.COMMAND, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0 and "usage: python -m " + ordinary.COMMAND in done.stdout

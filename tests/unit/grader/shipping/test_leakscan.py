@@ -132,3 +132,14 @@ def test_the_scan_finds_secrets_in_every_disguise(tmp_path: Path) -> None:
         assert words in problems, f"{what} not found in:\n{problems}"
     assert "builds/build03/hidden/test_" in problems
     assert line[:40] in problems or repr(line[:60])[1:-1][:40] in problems, problems
+
+
+def test_a_hidden_files_comments_are_secret_too() -> None:
+    """A judge's or a probe's own comment (its reasoning about the answer) is secret text, as
+    a solution's comments are; one that a public file also holds is not."""
+    found = leakscan.secrets()
+    for path in judge_files(ROOT / "builds" / "build03" / "hidden"):
+        comments = leakscan._comments(path.read_text("utf-8"))
+        public = "\n".join(leakscan._public_sources(ROOT))
+        own = [c for c in comments if c not in public]
+        assert own and all(c in found for c in own), path

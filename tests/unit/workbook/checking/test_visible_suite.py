@@ -84,8 +84,9 @@ def test_an_unknown_build_is_a_manifest_error() -> None:
 
 
 @pytest.mark.slow
-def test_a_folder_without_the_notebook_skips_every_test(tmp_path: Path) -> None:
-    """Run as pytest runs ``builds/build03/visible``, on an empty hand-in folder."""
+def test_a_folder_without_the_notebook_fails_every_test(tmp_path: Path) -> None:
+    """Run as pytest runs ``builds/build03/visible``, on an empty hand-in folder: every test
+    fails, saying why (a run of skips would exit 0, green, on nothing)."""
     suite = tmp_path / "test_visible_03.py"
     suite.write_text(
         "from workbook.checking.visible_suite import visible_tests\n"
@@ -104,6 +105,6 @@ def test_a_folder_without_the_notebook_skips_every_test(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"{len(checks_for('03'))} skipped" in done.stdout
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"{len(checks_for('03'))} errors" in done.stdout, done.stdout
     assert f"{hand_in} holds no {NOTEBOOK}" in done.stdout
