@@ -23,6 +23,11 @@ from tests.conftest import ROOT
 from workbook.shared.manifest import Entry
 from workbook.shared.manifest import TestSpec as Spec
 
+#: Tests that need bubblewrap's walls raised here.
+WALLED = pytest.mark.skipif(
+    sandbox.walls_problem(sys.executable) is not None, reason="no walls can be raised here"
+)
+
 # ── an unwalled fork server, fed jobs by hand ───────────────────────────────────────────
 
 BARE_LIMITS = Limits(probe_seconds=0.5, grace_seconds=0.5, load_seconds=1.0)

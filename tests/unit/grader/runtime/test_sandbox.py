@@ -18,11 +18,8 @@ from grader import Limits, Runner, Suite
 from grader.runtime import sandbox
 from grader.runtime.runner import WallsUnavailable
 from tests.conftest import ROOT
+from tests.unit.grader.runtime.conftest import WALLED
 from tests.unit.grader.runtime.conftest import look_around as seen_by_a_worker
-
-WALLED = pytest.mark.skipif(
-    sandbox.walls_problem(sys.executable) is not None, reason="no walls can be raised here"
-)
 
 
 @pytest.fixture

@@ -23,15 +23,12 @@ from grader.runtime import sandbox
 from grader.runtime.child.walls import UID_BASE, WallError, mapped_bytes, mount
 from grader.runtime.results import Outcome
 from tests.conftest import ROOT
+from tests.unit.grader.runtime.conftest import WALLED
 from tests.unit.grader.runtime.conftest import look_around as seen_by_a_worker
 from tests.unit.grader.runtime.test_runner import leftovers
 from workbook import siblings
 from workbook.shared.manifest import Entry
 from workbook.shared.manifest import TestSpec as Spec
-
-WALLED = pytest.mark.skipif(
-    sandbox.walls_problem(sys.executable) is not None, reason="no walls can be raised here"
-)
 
 
 @pytest.fixture
