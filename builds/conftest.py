@@ -84,7 +84,7 @@ class Session:
 
 
 def build_of(path: Path) -> str:
-    """``builds/build03/hidden/test_ids.py`` -> ``"03"``."""
+    """``builds/build03/hidden/test_ids_and_keys.py`` -> ``"03"``."""
     path = path.resolve()
     folder = path.relative_to(HERE).parts[0] if path.is_relative_to(HERE) else ""
     if not folder.startswith("build"):

@@ -365,7 +365,7 @@ class PytestRun:
         outcomes: dict[tuple[str, str], bool] = {}
         try:
             for case in ElementTree.parse(self.report).iter("testcase"):
-                # builds.build03.hidden.test_ids -> 03
+                # builds.build03.hidden.test_ids_and_keys -> 03
                 build = case.get("classname", "").split(".")[1].removeprefix("build")
                 failed = any(c.tag in ("failure", "error", "skipped") for c in case)
                 outcomes[(build, case.get("name", "").removeprefix("test_"))] = not failed

@@ -114,8 +114,8 @@ def module_name(path: Path) -> str:
 def import_suite_file(path: Path) -> ModuleType:
     """The suite's module at `path` (its judges, or its probes as the parent reads them):
     imported as a submodule of its package when its folder is one (``builds/build03/hidden/
-    test_ids.py`` is ``builds.build03.hidden.test_ids``; the parent packages are imported from
-    their own ``__init__.py`` first, wherever the working directory is), else by path.
+    test_sink.py`` is ``builds.build03.hidden.test_sink``; the parent packages are imported
+    from their own ``__init__.py`` first, wherever the working directory is), else by path.
     Raises `SuiteError` when a package of that name was imported from another folder."""
     parts = [path.stem]
     top = path.parent
