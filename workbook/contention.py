@@ -24,6 +24,7 @@ from typing import Literal
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
+from workbook import palette
 from workbook.teaching.backoff_figure import png
 
 Strategy = Literal["no_backoff", "exponential", "equal", "full", "decorrelated"]
@@ -54,11 +55,19 @@ NET_MEAN_MS = 10.0
 NET_SD_MS = 2.0
 
 _COLOURS: dict[Strategy, str] = {
-    "no_backoff": "#7f7f7f",
-    "exponential": "#d62728",
-    "equal": "#ff7f0e",
-    "full": "#1f77b4",
-    "decorrelated": "#2ca02c",
+    "no_backoff": palette.GREY,
+    "exponential": palette.VERMILLION,
+    "equal": palette.ORANGE,
+    "full": palette.BLUE,
+    "decorrelated": palette.BLUISH_GREEN,
+}
+#: Each strategy told by its marker too, not by colour alone.
+_MARKERS: dict[Strategy, str] = {
+    "no_backoff": "x",
+    "exponential": "s",
+    "equal": "^",
+    "full": "o",
+    "decorrelated": "D",
 }
 
 # Message kinds on the simulated network.
@@ -226,7 +235,7 @@ def plot(results: Sequence[Measurement]) -> Chart:
     for strategy in strategies:
         mine = sorted((r for r in results if r.strategy == strategy), key=lambda r: r.clients)
         xs = [r.clients for r in mine]
-        style = {"color": _COLOURS[strategy], "marker": "o", "markersize": 4}
+        style = {"color": _COLOURS[strategy], "marker": _MARKERS[strategy], "markersize": 4}
         calls_ax.plot(xs, [r.calls for r in mine], label=LABELS[strategy], **style)
         time_ax.plot(xs, [r.time_ms / 1000 for r in mine], label=LABELS[strategy], **style)
     calls_ax.set_title("Work: conditional writes sent")

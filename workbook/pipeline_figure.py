@@ -17,6 +17,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from workbook import palette
 from workbook.teaching.backoff_figure import png
 
 #: The pipeline's stages in order, each with the one line it is about.
@@ -29,7 +30,11 @@ STAGES: dict[str, str] = {
     "effects": "act once",
 }
 
-_HERE, _DONE, _LATER = "#1f77b4", "#c6dbef", "#f0f0f0"
+_HERE, _DONE, _LATER = (
+    palette.BLUE,
+    palette.tint(palette.BLUE, 0.75),
+    palette.tint(palette.GREY, 0.85),
+)
 _WIDTH, _GAP = 1.0, 0.45
 
 
@@ -72,7 +77,7 @@ def where_you_are(stage: str) -> PipelineFigure:
                 0.42,
                 boxstyle="round,pad=0.02,rounding_size=0.08",
                 facecolor=face,
-                edgecolor="#08306b" if current else "#9a9a9a",
+                edgecolor=palette.BLACK if current else palette.GREY,
                 linewidth=2.0 if current else 1.0,
             )
         )
@@ -84,10 +89,16 @@ def where_you_are(stage: str) -> PipelineFigure:
             va="center",
             fontsize=11,
             fontweight="bold" if current else "normal",
-            color="white" if current else "#333333",
+            color=palette.WHITE if current else palette.BLACK,
         )
         ax.text(
-            left + _WIDTH / 2, 0.14, gist, ha="center", va="center", fontsize=8.5, color="#555555"
+            left + _WIDTH / 2,
+            0.14,
+            gist,
+            ha="center",
+            va="center",
+            fontsize=8.5,
+            color=palette.DARK_GREY,
         )
         if index:
             ax.add_patch(
@@ -96,7 +107,7 @@ def where_you_are(stage: str) -> PipelineFigure:
                     (left - 0.04, 0.51),
                     arrowstyle="-|>",
                     mutation_scale=12,
-                    color="#777777",
+                    color=palette.DARK_GREY,
                 )
             )
     ax.text(

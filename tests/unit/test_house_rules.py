@@ -64,6 +64,15 @@ SURFACE = (
     "workbook.vtime.now",
     "workbook.vtime.run",
     "workbook.vtime.run_timed",
+    "workbook.palette",
+    "workbook.palette.BLUE",
+    "workbook.palette.BLUISH_GREEN",
+    "workbook.palette.DARK_GREY",
+    "workbook.palette.GREY",
+    "workbook.palette.VERMILLION",
+    "workbook.palette.tint",
+    "workbook.palette.BLACK",
+    "workbook.palette.ORANGE",
     "workbook.pipeline_figure",
     "workbook.pipeline_figure.where_you_are",
 )
@@ -243,6 +252,7 @@ def _notebook_imports(path: Path) -> set[str]:
     """The ``workbook`` paths a notebook's code imports or reads an attribute of."""
     found: set[str] = set()
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    bound: dict[str, str] = {}  # a name imported in one cell is used in the cells after it
     for cell in cells:
         if cell["cell_type"] != "code":
             continue
@@ -252,7 +262,6 @@ def _notebook_imports(path: Path) -> set[str]:
             tree = ast.parse(source)
         except SyntaxError:
             continue
-        bound: dict[str, str] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:

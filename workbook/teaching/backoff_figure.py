@@ -21,6 +21,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from workbook import palette
 from workbook.teaching.backoff_schedule import (
     CROWD_WINDOW,
     Schedule,
@@ -33,8 +34,17 @@ from workbook.teaching.backoff_schedule import (
     summary,
 )
 
-_BLUE, _PURPLE, _ORANGE, _RED, _GREY = "#1f77b4", "#7b4fa8", "#ff7f0e", "#d62728", "#6b6b6b"
-_RANGE, _RANGE_EDGE = "#dbe6f3", "#9fb7d6"
+_BLUE, _PURPLE, _ORANGE, _RED, _GREY = (
+    palette.BLUE,
+    palette.REDDISH_PURPLE,
+    palette.ORANGE,
+    palette.VERMILLION,
+    palette.DARK_GREY,
+)
+_RANGE, _RANGE_EDGE = palette.tint(palette.BLUE, 0.85), palette.tint(palette.BLUE, 0.55)
+#: Told by pattern as well as colour: a wait cut to the cap is hatched one way, Retry-After's
+#: the other.
+_HATCHES = {"cut": "//", "retry-after": "..", "computed": ""}
 #: Attempt labels closer than this share of the time axis would overlap ("#10" is about 3%).
 _LABEL_GAP = 0.06
 #: Room on the right of every panel for the legend, so it never covers a bar.
@@ -45,6 +55,12 @@ def _bar_colour(wait: Wait) -> str:
     if wait.source == "retry-after":
         return _ORANGE
     return _PURPLE if wait.cut else _BLUE
+
+
+def _bar_hatch(wait: Wait) -> str:
+    return _HATCHES[
+        "retry-after" if wait.source == "retry-after" else "cut" if wait.cut else "computed"
+    ]
 
 
 def labelled_attempts(attempts: Sequence[float], span: float) -> list[int]:
@@ -73,9 +89,13 @@ def _sleep_handles(waits: Sequence[Wait]) -> list[Artist]:
     if any(w.source == "backoff" and not w.cut for w in waits):
         handles.append(Patch(color=_BLUE, label="computed wait"))
     if any(w.cut for w in waits):
-        handles.append(Patch(color=_PURPLE, label="cut to the cap"))
+        handles.append(Patch(facecolor=_PURPLE, hatch=_HATCHES["cut"], label="cut to the cap"))
     if any(w.source == "retry-after" for w in waits):
-        handles.append(Patch(color=_ORANGE, label="Retry-After\n(replaces it)"))
+        handles.append(
+            Patch(
+                facecolor=_ORANGE, hatch=_HATCHES["retry-after"], label="Retry-After\n(replaces it)"
+            )
+        )
     return handles
 
 
@@ -88,7 +108,8 @@ def _draw_timeline(ax: Axes, one: Schedule, span: float) -> None:
             left=[w.start for w in waits],
             height=0.5,
             color=[_bar_colour(w) for w in waits],
-            edgecolor="white",
+            hatch=[_bar_hatch(w) for w in waits],
+            edgecolor=palette.WHITE,
             label="sleeps",
         )
     ax.plot(
@@ -97,8 +118,8 @@ def _draw_timeline(ax: Axes, one: Schedule, span: float) -> None:
         linestyle="none",
         marker="o",
         markersize=9,
-        markerfacecolor="white",
-        markeredgecolor="black",
+        markerfacecolor=palette.WHITE,
+        markeredgecolor=palette.BLACK,
         zorder=3,
         label="attempts",
     )
@@ -137,7 +158,7 @@ def _draw_herd(ax: Axes, all_clients: Sequence[Schedule], span: float, settings:
         peak = max(counts)
         at = edges[counts.index(peak)]
         (marker,) = ax.plot(
-            [at], [peak], marker="v", color="black", markersize=6, linestyle="none", zorder=3
+            [at], [peak], marker="v", color=palette.BLACK, markersize=6, linestyle="none", zorder=3
         )
         marker.set_label(f"busiest {window} ms:\n{peak} retries")
         handles.append(marker)
@@ -176,6 +197,8 @@ def _draw_waits(ax: Axes, one: Schedule, settings: Settings) -> None:
             [w.seconds for w in waits],
             width=0.45,
             color=[_bar_colour(w) for w in waits],
+            hatch=[_bar_hatch(w) for w in waits],
+            edgecolor=palette.WHITE,
             label="sleeps",
         )
         ax.bar_label(bars, labels=[seconds_text(w.seconds) for w in waits], padding=2, fontsize=8)

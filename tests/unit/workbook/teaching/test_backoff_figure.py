@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import StepPatch
 from matplotlib.text import Annotation
 
+from workbook import palette
 from workbook.teaching.backoff_figure import draw, labelled_attempts, png, snapshot
 from workbook.teaching.backoff_schedule import Settings, crowd, herd, schedule
 
@@ -162,7 +163,7 @@ def _wait_colours(fig: Figure) -> list[str]:
 def test_a_jittered_wait_below_the_cap_is_not_cut_by_it() -> None:
     settings = Settings(max_attempts=9, jitter="full")
     fig = draw(settings)
-    purple = to_hex("#7b4fa8")
+    purple = to_hex(palette.REDDISH_PURPLE)
     for wait, colour in zip(schedule(settings).waits, _wait_colours(fig), strict=True):
         assert wait.seconds < settings.cap
         assert colour != purple
@@ -173,7 +174,7 @@ def test_a_jittered_wait_below_the_cap_is_not_cut_by_it() -> None:
 
 
 def test_only_waits_equal_to_the_cap_are_coloured_cut() -> None:
-    purple = to_hex("#7b4fa8")
+    purple = to_hex(palette.REDDISH_PURPLE)
     for jitter in ("none", "decorrelated"):
         settings = Settings(max_attempts=12, jitter=jitter, seed=5)
         fig = draw(settings)
@@ -181,6 +182,10 @@ def test_only_waits_equal_to_the_cap_are_coloured_cut() -> None:
         cut = [c == purple for c in _wait_colours(fig)]
         assert cut == [w.seconds == settings.cap for w in waits]
         assert any(cut)
+        # Told by pattern as well as colour: the cut ones, and only they, are hatched.
+        container = bars(axis(fig, "waits"), "sleeps")
+        assert container is not None
+        assert [p.get_hatch() == "//" for p in container] == cut
 
 
 def test_legends_sit_outside_the_panels() -> None:
