@@ -7,7 +7,13 @@ the whole notebook when it has none):
   inline ``<svg>``;
 - code lines: non-blank source lines of code cells;
 - figures: ``image/png`` or ``image/svg+xml`` outputs, plus inline ``<svg>`` in markdown;
-- "your turn" cells: markdown cells containing "Your turn".
+- "your turn" cells: markdown cells containing "Your turn";
+- the longest silent stretch: non-blank, non-comment lines of consecutive code cells (markdown
+  between them ignored), up to and including the first code cell with an output, the longest
+  such run on the main path (what a learner reads and runs before seeing any result).
+
+``--check`` exits 1, naming each, when a notebook misses ARC's bars: at most 3,500 words (06:
+3,000), at least 3 figures and 3 "your turn" cells, no silent stretch over 25 lines.
 
 It only reads notebooks, so running it twice prints the same table.
 
@@ -48,6 +54,7 @@ class Stats:
     figures: int
     your_turn: int
     longest_code_cell: int
+    longest_silent: int = 0
 
 
 def _source(cell: dict[str, Any]) -> str:
@@ -62,7 +69,7 @@ def prose(markdown: str) -> str:
 
 def stats(notebook: dict[str, Any]) -> Stats:
     """Count one parsed notebook (nbformat 4 JSON as a dict)."""
-    words = code = total_code = figures = turns = longest = 0
+    words = code = total_code = figures = turns = longest = silent = stretch = 0
     main = True
     for cell in notebook["cells"]:
         text = _source(cell)
@@ -82,7 +89,37 @@ def stats(notebook: dict[str, Any]) -> Stats:
             longest = max(longest, lines)
             for output in cell.get("outputs", []):
                 figures += any(kind in output.get("data", {}) for kind in FIGURE_TYPES)
-    return Stats(words, code, total_code, figures, turns, longest)
+            stretch += sum(1 for line in text.splitlines() if line.strip() and not _comment(line))
+            silent = max(silent, stretch)
+            if cell.get("outputs"):
+                stretch = 0
+    return Stats(words, code, total_code, figures, turns, longest, silent)
+
+
+def _comment(line: str) -> bool:
+    return line.lstrip().startswith("#")
+
+
+#: ARC's bars for a concept notebook (issue 28): words at most (06's own), figures and "your
+#: turn" cells at least, silent stretch at most.
+MAX_WORDS, MAX_WORDS_06, MIN_FIGURES, MIN_TURNS, MAX_SILENT = 3_500, 3_000, 3, 3, 25
+
+
+def problems(name: str, s: Stats) -> list[str]:
+    """What `s` misses of ARC's bars, one line each (empty: every bar met)."""
+    cap = MAX_WORDS_06 if name.startswith("06") else MAX_WORDS
+    found = []
+    if s.words > cap:
+        found.append(f"{name}: {s.words:,} main-path words, over {cap:,}")
+    if s.figures < MIN_FIGURES:
+        found.append(f"{name}: {s.figures} figures, under {MIN_FIGURES}")
+    if s.your_turn < MIN_TURNS:
+        found.append(f'{name}: {s.your_turn} "your turn" cells, under {MIN_TURNS}')
+    if s.longest_silent > MAX_SILENT:
+        found.append(
+            f"{name}: {s.longest_silent} lines of code before an output, over {MAX_SILENT}"
+        )
+    return found
 
 
 def _at_revision(revision: str, path: Path) -> dict[str, Any]:
@@ -101,7 +138,7 @@ def _at_revision(revision: str, path: Path) -> dict[str, Any]:
 def _row(name: str, s: Stats) -> str:
     return (
         f"| {name} | {s.words:,} | {s.code_lines} ({s.code_lines_total} in all) | {s.figures} "
-        f"| {s.your_turn} | {s.longest_code_cell} |"
+        f"| {s.your_turn} | {s.longest_code_cell} | {s.longest_silent} |"
     )
 
 
@@ -109,18 +146,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", type=Path)
     parser.add_argument("--before", metavar="REV", help="also count each PATH at git REV")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a bar of ARC is missed")
     args = parser.parse_args(argv)
     paths: list[Path] = args.paths or sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
     print(
         "| notebook | prose words (main path) | code lines (main path) | figures "
-        '| "your turn" cells | longest code cell |'
+        '| "your turn" cells | longest code cell | longest silent stretch |'
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
+    missed: list[str] = []
     for path in paths:
         if args.before:
             print(_row(f"{path.stem} at {args.before}", stats(_at_revision(args.before, path))))
-        now = json.loads(path.read_text(encoding="utf-8"))
-        print(_row(path.stem, stats(now)))
+        now = stats(json.loads(path.read_text(encoding="utf-8")))
+        print(_row(path.stem, now))
+        missed += problems(path.stem, now)
+    if args.check and missed:
+        print("\n".join(["", "Over ARC's bars:", *missed]))
+        return 1
     return 0
 
 
