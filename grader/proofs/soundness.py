@@ -1,7 +1,8 @@
 """`make check` in the instructor's repository: the proof that the workbook is sound.
 
-Its parts (`workbook.commands.parts`): lint and types, the unit tests, the concept notebooks against
-their stored outputs (nbval strict), validity (every solution full marks, every stub zero, every
+Its parts (`workbook.commands.parts`): lint and types, the unit tests, the concept notebooks
+against their stored outputs (nbval strict) and ARC's reading budgets
+(`grader.proofs.notebook_stats`), validity (every solution full marks, every stub zero, every
 mutant killed), as root a small class graded as an ordinary user (`grader.proofs.ordinary`;
 otherwise "skipped: not root"), and the browser suite; in three lanes at once where the cores allow
 (`LANE_CORES`). A part that passed on exactly the inputs it reads says "cached" (``FRESH=1`` runs
@@ -89,9 +90,10 @@ def instructor_parts(cores: int | None = None) -> list[Part]:
         ),
         Part(
             "concept notebooks (nbval strict)",
-            (pytest("--nbval", "notebooks"),),
+            # The plugin times each notebook and holds ARC's reading budgets (it fails the run).
+            (pytest("--nbval", "notebooks", "-p", "grader.proofs.notebook_stats"),),
             lane=lanes[2],
-            key=tree_key("nbval", nbval),
+            key=tree_key("nbval", [*nbval, "grader/proofs/notebook_stats.py"]),
         ),
         Part(
             "validity (solutions, stubs, mutants)",
