@@ -29,6 +29,9 @@ KEY: tuple[tuple[str, str, Any, str], ...] = (
     ("q10_poison_or_retryable", "q10", ["b", "d", "e"], "letters"),
     ("q11_page_outcome", "q11", [2, 3, 1], "numbers"),
     ("q12_outbox_repair_scan", "q12", [2, 1], "numbers"),
+    ("q13_timeouts_and_breakers", "q13", [400, 3, 100, 1100, 5], "numbers"),
+    ("q14_recovery_points", "q14", [1, 1, 2, 1], "numbers"),
+    ("q15_end_to_end_request_id", "q15", [3, 2, 1, 2], "numbers"),
 )
 FORMS = {
     "letters": "a list of letters",

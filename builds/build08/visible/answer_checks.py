@@ -71,6 +71,9 @@ FORMS: dict[str, Form] = {
     "q10": letters("abcdef"),
     "q11": numbers(3),
     "q12": numbers(2),
+    "q13": numbers(5),
+    "q14": numbers(4),
+    "q15": numbers(4),
 }
 
 
