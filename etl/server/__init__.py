@@ -3,6 +3,7 @@
 - `etl.server.dates`: HTTP-dates in RFC 9110's three forms, and `RetryAt`;
 - `etl.server.faults`: the fault language, `Fault` and `FaultPlan`, scripted per page and per
   request;
+- `etl.server.limits`: `RateLimit`, a provider's quota (N requests a second, 429 beyond);
 - `etl.server.app`: `FixtureApp`, the ASGI app, and `in_process_client` (no sockets, virtual
   time);
 - `etl.server.serving`: `BackgroundServer`, the same app over real HTTP on 127.0.0.1;
@@ -28,7 +29,16 @@ from etl.server.app import (
     in_process_client,
 )
 from etl.server.dates import DateForm, RetryAt, http_date
-from etl.server.faults import HANG_SECONDS, TRUNCATED_JSON, Fault, FaultKind, FaultPlan, Script
+from etl.server.faults import (
+    HANG_SECONDS,
+    SLOW_SIGMA,
+    TRUNCATED_JSON,
+    Fault,
+    FaultKind,
+    FaultPlan,
+    Script,
+)
+from etl.server.limits import RateLimit
 from etl.server.serving import BackgroundServer, serve_in_background
 
 __all__ = [
@@ -38,6 +48,7 @@ __all__ = [
     "LAUNCHES_PATH",
     "MAX_LIMIT",
     "REAL_API_URL",
+    "SLOW_SIGMA",
     "TRUNCATED_JSON",
     "BackgroundServer",
     "DateForm",
@@ -47,6 +58,7 @@ __all__ = [
     "FixtureApp",
     "LoggedRequest",
     "Message",
+    "RateLimit",
     "Receive",
     "RetryAt",
     "Scope",

@@ -21,6 +21,7 @@ import uvicorn
 from etl.data import launch_results
 from etl.server.app import LAUNCHES_PATH, FixtureApp, LoggedRequest
 from etl.server.faults import FaultPlan
+from etl.server.limits import RateLimit
 from etl.server.serving import _uvicorn_config
 
 
@@ -41,7 +42,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="OFFSET=FAULT[,FAULT...]",
         help="script the requests for one page (repeatable); FAULT is ok, 503, 503@5, "
         "429@date:5, hang, hang@30, badjson, revised, next@0, inserted@3 (3 new launches at "
-        "the top before this answer: later pages shift down); OFFSET=*FAULT for every request",
+        "the top before this answer: later pages shift down), slow (most answers in about "
+        "50 ms, 1%% stalling 30 s) or slow@MEDIAN:TAIL:STALL:SEED; OFFSET=*FAULT for every "
+        "request",
+    )
+    parser.add_argument(
+        "--rate-limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="admit at most N requests for launches a second; 429 with Retry-After beyond",
     )
     parser.add_argument("--launches", type=int, default=None, help="serve only the first N")
     parser.add_argument("--quiet", action="store_true", help="do not print each request")
@@ -51,11 +61,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     results = launch_results()[: args.launches] if args.launches is not None else None
+    try:
+        rate_limit = None if args.rate_limit is None else RateLimit(args.rate_limit)
+    except ValueError as exc:
+        parser.error(str(exc))
 
     def echo(entry: LoggedRequest) -> None:
         print(entry, flush=True)
 
-    app = FixtureApp(plan, results=results, on_request=None if args.quiet else echo)
+    app = FixtureApp(
+        plan, results=results, on_request=None if args.quiet else echo, rate_limit=rate_limit
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -75,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Serving {app.count} launches at http://{host}:{port}{LAUNCHES_PATH}", flush=True)
         for line in plan.describe():
             print(f"  scripted: {line}", flush=True)
+        if rate_limit is not None:
+            print(f"  rate limit: {rate_limit}", flush=True)
         print("Press Ctrl-C to stop.", flush=True)
 
     threading.Thread(target=announce, name="announce", daemon=True).start()

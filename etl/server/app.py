@@ -41,6 +41,7 @@ import httpx
 from etl.data import launch_results
 from etl.server.dates import RetryAt, http_date
 from etl.server.faults import Fault, FaultPlan, Script
+from etl.server.limits import RateLimit, Throttle, retry_after_header
 
 #: The path Launch Library 2 serves launches under (API version 2.3.0).
 LAUNCHES_PATH = "/2.3.0/launches/"
@@ -72,6 +73,8 @@ class LoggedRequest:
     """Which request for this page it was (1 for the first), counted per offset."""
     fault: str | None
     status: int | None = None
+    delay: float | None = None
+    """Seconds a `Fault.slow_tail` held this request before answering (None for others)."""
 
     def __str__(self) -> str:
         where = self.path if self.offset is None else f"offset={self.offset} (#{self.nth})"
@@ -99,6 +102,10 @@ class FixtureApp:
     the launches inserted so far) and, for Date and HTTP-date Retry-After headers only,
     `clock`: a repeated run against a fresh app with the same script sees the same responses.
     `results` is the listing as it stands, inserted launches included.
+
+    With a `rate_limit`, well-formed requests for launches beyond it get 429 and Retry-After
+    before any script is consulted (a refused request advances no page's count); its window
+    slides on the event loop's clock, virtual in-process under `workbook.vtime`.
     """
 
     def __init__(
@@ -108,6 +115,7 @@ class FixtureApp:
         results: Sequence[Mapping[str, Any]] | None = None,
         clock: Callable[[], datetime] = _utc_now,
         on_request: Callable[[LoggedRequest], None] | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         self.plan = faults if isinstance(faults, FaultPlan) else FaultPlan(faults)
         self.results: list[dict[str, Any]] = (
@@ -118,6 +126,7 @@ class FixtureApp:
         )
         self.clock = clock
         self.on_request = on_request
+        self.throttle = None if rate_limit is None else Throttle(rate_limit)
         self.log: list[LoggedRequest] = []
         self._counts: dict[int, int] = {}
         self._inserted = 0
@@ -133,8 +142,11 @@ class FixtureApp:
 
     def reset(self) -> None:
         """Forget the log and the per-page counters, and take inserted launches out again:
-        scripts start again from request 1, on the listing the app started with."""
+        scripts start again from request 1, on the listing the app started with, and a rate
+        limit's window starts empty."""
         self.log.clear()
+        if self.throttle is not None:
+            self.throttle.reset()
         self._counts.clear()
         del self.results[: self._inserted]
         self._inserted = 0
@@ -225,10 +237,19 @@ class FixtureApp:
             # Refused before it counts as a page request: no fault script advances.
             return _json(400, {"detail": str(exc)})
         limit = min(limit, MAX_LIMIT)
+        entry.offset, entry.limit = offset, limit
+        if self.throttle is not None:
+            wait = self.throttle.admit(asyncio.get_running_loop().time())
+            if wait is not None:
+                entry.fault = "throttled"
+                retry_after = retry_after_header(wait)
+                response = _json(429, _error_detail(429, retry_after))
+                response.headers.append(("retry-after", retry_after))
+                return response
         # Counted before any await, so concurrent requests still get distinct numbers.
         nth = self._counts[offset] = self._counts.get(offset, 0) + 1
         fault = self.plan.fault_for(offset, nth)
-        entry.offset, entry.limit, entry.nth = offset, limit, nth
+        entry.nth = nth
         entry.fault = None if fault is None else str(fault)
         if fault is not None and fault.kind == "inserted":
             # Also before any await: the listing changes between two requests, never during one.
@@ -246,10 +267,14 @@ class FixtureApp:
             return response
         if fault is not None and fault.kind == "bad_json":
             return _Response(200, fault.body, [("content-type", "application/json")])
+        if fault is not None and fault.kind == "slow":
+            entry.delay = fault.delay(offset, nth)
         if (
             fault is not None
-            and fault.kind == "hang"
-            and not await _wait_unless_gone(fault.seconds, receive)
+            and fault.kind in ("hang", "slow")
+            and not await _wait_unless_gone(
+                fault.seconds if entry.delay is None else entry.delay, receive
+            )
         ):
             return None
 

@@ -12,6 +12,8 @@ and `FaultPlan.describe` do the same for a whole plan (``python -m etl.server --
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -23,7 +25,11 @@ HANG_SECONDS = 3600.0
 #: The body of `Fault.bad_json`: a page cut off mid-stream, as a dropped proxy connection leaves it.
 TRUNCATED_JSON = b'{"count": 300, "next": null, "previous": null, "results": [{"id": "5d08'
 
-FaultKind = Literal["error", "hang", "bad_json", "revised", "next_to", "inserted"]
+#: How widely a slow tail's healthy latencies spread around their median: the sigma of the
+#: log-normal they are drawn from (0.5 puts p99.9 near 4.7 times the median).
+SLOW_SIGMA = 0.5
+
+FaultKind = Literal["error", "hang", "bad_json", "revised", "next_to", "inserted", "slow"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,9 @@ class Fault:
     next_offset: int = 0
     body: bytes = TRUNCATED_JSON
     launches: int = 0
+    median: float = 0.05
+    tail: float = 0.0
+    seed: int = 0
 
     @classmethod
     def error(cls, status: int, retry_after: str | int | RetryAt | None = None) -> Fault:
@@ -110,7 +119,47 @@ class Fault:
             raise ValueError("insert at least 1 launch")
         return cls("inserted", launches=launches)
 
+    @classmethod
+    def slow_tail(
+        cls, median: float = 0.05, tail: float = 0.01, stall: float = 30.0, seed: int = 0
+    ) -> Fault:
+        """Answer normally, but only after a latency drawn for this request (virtual seconds
+        in-process, as for `hang`): most requests take about `median` seconds, log-normally
+        spread (`SLOW_SIGMA`); a share `tail` of them stall for `stall` seconds instead.
+
+        The draw depends only on (`seed`, offset, request number), so a fresh app with the same
+        script delays the same requests by the same amounts: `delay` says by how much.
+        """
+        if not median > 0 or not math.isfinite(median):
+            raise ValueError(f"median must be a positive number of seconds, not {median}")
+        if not 0 <= tail <= 1:
+            raise ValueError(f"tail is a share of requests, 0 to 1, not {tail}")
+        if not 0 <= stall < math.inf:
+            raise ValueError(f"stall must be >= 0 seconds and finite, not {stall}")
+        return cls("slow", seconds=stall, median=median, tail=tail, seed=seed)
+
+    def delay(self, offset: int, nth: int) -> float:
+        """Seconds a `slow_tail` waits before answering the `nth` request for `offset`
+        (0 for every other kind, which waits as its kind says)."""
+        if self.kind != "slow":
+            return 0.0
+        # A string seed is hashed with SHA-512 by `random`: the same draw in every process.
+        draw = random.Random(f"slow:{self.seed}:{offset}:{nth}")
+        if draw.random() < self.tail:
+            return self.seconds
+        return self.median * math.exp(SLOW_SIGMA * draw.gauss(0.0, 1.0))
+
     def __str__(self) -> str:
+        if self.kind == "slow":
+            defaults = Fault.slow_tail()
+            if (self.median, self.tail, self.seconds, self.seed) == (
+                defaults.median,
+                defaults.tail,
+                defaults.seconds,
+                defaults.seed,
+            ):
+                return "slow"
+            return f"slow@{self.median:g}:{self.tail:g}:{self.seconds:g}:{self.seed}"
         if self.kind == "error":
             return str(self.status) + ("" if self.retry_after is None else f"@{self.retry_after}")
         if self.kind == "hang":
@@ -129,7 +178,9 @@ class Fault:
 
         ``503``, ``503@5``, ``429@date:5``, ``429@rfc850:5``, ``429@asctime:5``, ``429@soon``,
         ``hang``, ``hang@30``, ``badjson``, ``revised``, ``next@0``, ``inserted``,
-        ``inserted@3``.
+        ``inserted@3``, ``slow`` (a slow tail with its defaults) and
+        ``slow@MEDIAN:TAIL:STALL:SEED`` (``slow@0.05:0.01:30:0``; trailing fields may be left
+        out).
         """
         text = spec.strip()
         head, _, arg = text.partition("@")
@@ -144,6 +195,8 @@ class Fault:
                 return cls.next_to(int(arg))
             if head == "inserted":
                 return cls.inserted(int(arg)) if "@" in text else cls.inserted()
+            if head == "slow":
+                return _parse_slow(arg) if "@" in text else cls.slow_tail()
             if text == "badjson":
                 return cls.bad_json()
             if text == "revised":
@@ -152,8 +205,19 @@ class Fault:
             raise ValueError(f"bad fault {spec!r}: {exc}") from None
         raise ValueError(
             f"bad fault {spec!r}: expected ok, a status (503, 429@5, 429@date:5), hang[@S], "
-            "badjson, revised, next@OFFSET or inserted[@N]"
+            "badjson, revised, next@OFFSET, inserted[@N] or slow[@MEDIAN:TAIL:STALL:SEED]"
         )
+
+
+def _parse_slow(arg: str) -> Fault:
+    fields = arg.split(":")
+    if not 1 <= len(fields) <= 4 or not all(fields):
+        raise ValueError("slow takes MEDIAN[:TAIL[:STALL[:SEED]]]")
+    defaults = Fault.slow_tail()
+    given = [float(field) for field in fields[:3]]
+    median, tail, stall = given + [defaults.tail, defaults.seconds][len(given) - 1 :]
+    seed = int(fields[3]) if len(fields) == 4 else defaults.seed
+    return Fault.slow_tail(median, tail, stall, seed)
 
 
 def _parse_retry_after(arg: str) -> str | RetryAt:

@@ -47,6 +47,8 @@ _RANGE, _RANGE_EDGE = palette.tint(palette.BLUE, 0.85), palette.tint(palette.BLU
 _HATCHES = {"cut": "//", "retry-after": "..", "computed": ""}
 #: Attempt labels closer than this share of the time axis would overlap ("#10" is about 3%).
 _LABEL_GAP = 0.06
+#: How far a shared label's bracket reaches past its outer attempts: a marker's radius.
+_BRACKET_PAD = 0.01
 #: Room on the right of every panel for the legend, so it never covers a bar.
 _RIGHT = 0.78
 
@@ -63,24 +65,44 @@ def _bar_hatch(wait: Wait) -> str:
     ]
 
 
-def labelled_attempts(attempts: Sequence[float], span: float) -> list[int]:
-    """Which attempts (0-based) get a ``#n`` label: the first, the last, and others with room.
+def attempt_groups(attempts: Sequence[float], span: float) -> list[tuple[int, int]]:
+    """Attempts (0-based, first and last of each run) that share one label.
 
-    Labels closer than `_LABEL_GAP` of `span` would overlap, so early attempts that crowd
-    together near t = 0 share the first label; the last attempt always gets one, displacing
-    the label before it when the two would touch.
+    Consecutive attempts closer than `_LABEL_GAP` of `span` would have overlapping labels, and
+    near t = 0 their markers overlap too: such a run gets one label naming its first and last
+    attempt (#1 to #4, joined by an en dash) over a bracket that spans it, so a reader can
+    count the attempts hidden under one blur of circles. An attempt with room gets its own
+    ``#n``. Every attempt is in exactly one group, in order.
     """
-    chosen: list[int] = []
+    groups: list[tuple[int, int]] = []
     for index, at in enumerate(attempts):
-        if not chosen or at - attempts[chosen[-1]] >= _LABEL_GAP * span:
-            chosen.append(index)
-    last = len(attempts) - 1
-    if attempts and chosen[-1] != last:
-        if len(chosen) > 1 and attempts[last] - attempts[chosen[-1]] < _LABEL_GAP * span:
-            chosen.pop()
-        if attempts[last] - attempts[chosen[-1]] >= _LABEL_GAP * span:
-            chosen.append(last)
-    return chosen
+        if groups and at - attempts[groups[-1][1]] < _LABEL_GAP * span:
+            groups[-1] = (groups[-1][0], index)
+        else:
+            groups.append((index, index))
+    return groups
+
+
+def _label_attempts(ax: Axes, attempts: Sequence[float], span: float) -> None:
+    # Labels sit above the bar; a bracket under a shared label marks the attempts it names.
+    pad = _BRACKET_PAD * span
+    for first, last in attempt_groups(attempts, span):
+        start, end = attempts[first], attempts[last]
+        if first == last:
+            text = f"#{first + 1}"
+        else:
+            text = f"#{first + 1}–#{last + 1}"
+            ax.plot(
+                [start - pad, start - pad, end + pad, end + pad],
+                [0.3, 0.38, 0.38, 0.3],
+                color=palette.BLACK,
+                linewidth=1.0,
+                label="bracket",
+            )
+        # A shared label at t = 0 starts at its bracket, so it stays inside the axes.
+        left = first == 0 and first != last
+        x = start - pad if left else (start + end) / 2
+        ax.text(x, 0.42, text, ha="left" if left else "center", va="bottom", label="attempt")
 
 
 def _sleep_handles(waits: Sequence[Wait]) -> list[Artist]:
@@ -123,15 +145,8 @@ def _draw_timeline(ax: Axes, one: Schedule, span: float) -> None:
         zorder=3,
         label="attempts",
     )
-    for index in labelled_attempts(one.attempts, span):
-        ax.annotate(
-            f"#{index + 1}",
-            (one.attempts[index], 0),
-            xytext=(0, 10),
-            textcoords="offset points",
-            ha="center",
-        )
-    ax.set_ylim(-0.8, 0.9)
+    _label_attempts(ax, one.attempts, span)
+    ax.set_ylim(-0.6, 0.95)
     ax.set_yticks([])
     ax.set_xlim(-0.02 * span, span * 1.03)
     ax.set_xlabel("time since the first attempt (s)")

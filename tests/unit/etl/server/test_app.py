@@ -19,6 +19,7 @@ from etl.server import (
     MAX_LIMIT,
     Fault,
     FixtureApp,
+    RateLimit,
     RetryAt,
     in_process_client,
 )
@@ -359,3 +360,75 @@ async def test_two_apps_with_the_same_script_answer_identically() -> None:
         responses = await get_all(FixtureApp(script, clock=frozen), "", "", "")
         runs.append([(r.status_code, dict(r.headers), r.content) for r in responses])
     assert runs[0] == runs[1]
+
+
+# --- the slow tail, and a rate limit, on virtual time -------------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.looptime
+async def test_a_slow_tail_answers_each_request_after_its_own_delay() -> None:
+    fault = Fault.slow_tail(median=0.05, tail=0.0)
+    app = FixtureApp({0: fault})
+    loop = asyncio.get_running_loop()
+    took = []
+    async with in_process_client(app) as client:
+        for _ in range(5):
+            start = loop.time()
+            assert (await client.get(LAUNCHES_PATH)).status_code == 200
+            took.append(loop.time() - start)
+    assert took == pytest.approx([fault.delay(0, n) for n in range(1, 6)], abs=1e-5)
+    assert [e.delay for e in app.log] == [fault.delay(0, n) for n in range(1, 6)]
+    assert {e.fault for e in app.log} == {"slow@0.05:0:30:0"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.looptime
+async def test_a_stall_in_the_slow_tail_is_cut_short_by_asyncio_timeout() -> None:
+    app = FixtureApp({0: Fault.slow_tail(tail=1.0, stall=30.0)})
+    loop = asyncio.get_running_loop()
+    async with in_process_client(app) as client:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.25):
+                await client.get(LAUNCHES_PATH)
+    assert loop.time() == pytest.approx(0.25)
+    assert [(e.status, e.delay) for e in app.log] == [(None, 30.0)]
+
+
+@pytest.mark.asyncio
+@pytest.mark.looptime
+async def test_a_rate_limit_refuses_the_excess_with_retry_after_and_counts_no_page() -> None:
+    app = FixtureApp({0: [Fault.unavailable(), None]}, rate_limit=RateLimit(2))
+    async with in_process_client(app) as client:
+        burst = [await client.get(LAUNCHES_PATH) for _ in range(4)]
+        await asyncio.sleep(1.0)
+        later = await client.get(LAUNCHES_PATH)
+    assert [r.status_code for r in burst] == [503, 200, 429, 429]
+    assert burst[2].headers["retry-after"] == "1"
+    assert burst[2].json() == {"detail": "Request was throttled. Expected available in 1 second."}
+    assert later.status_code == 200
+    # Refused requests advanced no page's script: the fifth request is the page's third.
+    assert [(e.nth, e.status, e.fault) for e in app.log] == [
+        (1, 503, "503"),
+        (2, 200, None),
+        (None, 429, "throttled"),
+        (None, 429, "throttled"),
+        (3, 200, None),
+    ]
+
+
+@pytest.mark.asyncio
+@pytest.mark.looptime
+async def test_reset_empties_the_rate_limits_window() -> None:
+    app = FixtureApp(rate_limit=RateLimit(1, per=60.0))
+    assert (await get(app)).status_code == 200
+    assert (await get(app)).status_code == 429
+    app.reset()
+    assert (await get(app)).status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_without_a_rate_limit_a_burst_is_always_served() -> None:
+    app = FixtureApp()
+    assert app.throttle is None
+    assert {r.status_code for r in await get_all(app, *[""] * 20)} == {200}

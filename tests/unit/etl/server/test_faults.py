@@ -90,3 +90,53 @@ def test_a_plan_spec_error_names_the_spec_and_the_form_expected() -> None:
         FaultPlan.parse(["20"])
     with pytest.raises(ValueError, match=r"'\*ok' is the default"):
         FaultPlan.parse(["20=*ok"])
+
+
+# --- the slow tail ------------------------------------------------------------------------------
+
+
+def test_slow_tail_specs_round_trip_and_fill_in_defaults() -> None:
+    assert str(Fault.slow_tail()) == "slow"
+    assert Fault.parse("slow") == Fault.slow_tail()
+    assert str(Fault.parse("slow@0.1:0.02:30:1")) == "slow@0.1:0.02:30:1"
+    assert Fault.parse("slow@0.1") == Fault.slow_tail(median=0.1)
+    assert Fault.parse("slow@0.1:0.5") == Fault.slow_tail(median=0.1, tail=0.5)
+    assert FaultPlan.parse(["0=*slow@0.2:0:1:3"]).describe() == ["0=*slow@0.2:0:1:3"]
+
+
+def test_slow_tail_delays_are_seeded_per_page_and_request() -> None:
+    fault = Fault.slow_tail()
+    first = [fault.delay(0, n) for n in range(1, 200)]
+    assert first == [Fault.slow_tail().delay(0, n) for n in range(1, 200)]  # a fresh fault agrees
+    assert first != [fault.delay(3, n) for n in range(1, 200)]
+    assert first != [Fault.slow_tail(seed=1).delay(0, n) for n in range(1, 200)]
+    assert Fault.hang(5).delay(0, 1) == 0.0  # other kinds wait as their kind says
+
+
+def test_slow_tail_delays_have_the_median_and_the_stall_share_asked_for() -> None:
+    fault = Fault.slow_tail(median=0.05, tail=0.01, stall=30.0)
+    delays = sorted(fault.delay(0, n) for n in range(1, 20_001))
+    stalls = [d for d in delays if d == 30.0]
+    healthy = [d for d in delays if d != 30.0]
+    assert len(stalls) == pytest.approx(200, rel=0.2)
+    assert healthy[len(healthy) // 2] == pytest.approx(0.05, rel=0.05)
+    assert max(healthy) < 1.0  # a healthy answer never looks like a stall
+    assert {Fault.slow_tail(tail=0).delay(0, n) == 30.0 for n in range(1, 500)} == {False}
+    assert {Fault.slow_tail(tail=1).delay(0, n) for n in range(1, 50)} == {30.0}
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Fault.slow_tail(median=0), "median must be a positive number"),
+        (lambda: Fault.slow_tail(median=float("nan")), "median must be a positive number"),
+        (lambda: Fault.slow_tail(tail=1.5), "tail is a share of requests"),
+        (lambda: Fault.slow_tail(stall=-1), "stall must be >= 0"),
+        (lambda: Fault.parse("slow@"), "bad fault"),
+        (lambda: Fault.parse("slow@0.1:0.1:1:2:3"), "bad fault"),
+        (lambda: Fault.parse("slow@fast"), "bad fault"),
+    ],
+)
+def test_slow_tail_refuses_impossible_latencies(build, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match=message):
+        build()

@@ -12,7 +12,14 @@ import httpx
 import pytest
 
 import etl
-from etl.server import BackgroundServer, Fault, FaultPlan, FixtureApp, serve_in_background
+from etl.server import (
+    BackgroundServer,
+    Fault,
+    FaultPlan,
+    FixtureApp,
+    RateLimit,
+    serve_in_background,
+)
 
 
 @pytest.mark.parametrize("status", [400, 404, 408, 429, 500, 502, 503, 504])
@@ -122,3 +129,20 @@ def test_the_port_is_taken_and_the_url_known_before_start() -> None:
         assert not server.running and server.app.count == 300
     finally:
         server.stop()  # stopping a server never started only frees its socket
+
+
+def test_a_rate_limit_over_real_http_refuses_with_retry_after() -> None:
+    app = FixtureApp(rate_limit=RateLimit(2, per=60.0))
+    with serve_in_background(app) as server, httpx.Client(timeout=5) as client:
+        statuses = [client.get(server.launches_url) for _ in range(3)]
+    assert [r.status_code for r in statuses] == [200, 200, 429]
+    assert 58 <= int(statuses[2].headers["retry-after"]) <= 60  # whole seconds, rounded up
+
+
+def test_cli_rejects_a_rate_limit_below_one() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "etl.server", "--rate-limit", "0"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "a limit admits at least 1 request" in proc.stderr

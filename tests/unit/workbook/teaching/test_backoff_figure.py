@@ -15,10 +15,10 @@ from matplotlib.colors import to_hex
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.patches import StepPatch
-from matplotlib.text import Annotation
+from matplotlib.text import Text
 
 from workbook import palette
-from workbook.teaching.backoff_figure import draw, labelled_attempts, png, snapshot
+from workbook.teaching.backoff_figure import attempt_groups, draw, png, snapshot
 from workbook.teaching.backoff_schedule import Settings, crowd, herd, schedule
 
 
@@ -130,7 +130,7 @@ def _label_boxes(fig: Figure) -> list[tuple[str, float, float]]:
     renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]
     found = []
     for child in axis(fig, "timeline").get_children():
-        if isinstance(child, Annotation):
+        if isinstance(child, Text) and child.get_label() == "attempt":
             box = child.get_window_extent(renderer)
             found.append((child.get_text(), box.x0, box.x1))
     return sorted(found, key=lambda b: b[1])
@@ -145,11 +145,14 @@ def _label_boxes(fig: Figure) -> list[tuple[str, float, float]]:
         Settings(max_attempts=12, clients=50, jitter="equal", seed=3),
         Settings(max_attempts=6, clients=20, jitter="full", retry_after=5.0, retry_after_on=2),
         Settings(max_attempts=12, base_delay=0.05, cap=60.0),
+        Settings(max_attempts=12, base_delay=0.05, cap=0.5),
+        Settings(max_attempts=12, clients=20, jitter="decorrelated", seed=7),
     ],
 )
 def test_attempt_labels_never_overlap(settings: Settings) -> None:
     boxes = _label_boxes(draw(settings))
-    assert boxes[0][0] == "#1" and boxes[-1][0] == f"#{settings.max_attempts}"
+    assert boxes[0][0].startswith("#1")
+    assert boxes[-1][0].endswith(f"#{settings.max_attempts}")
     for (left, _, left_end), (right, right_start, _) in itertools.pairwise(boxes):
         assert left_end <= right_start, f"{left} overlaps {right}"
 
@@ -200,11 +203,21 @@ def test_legends_sit_outside_the_panels() -> None:
 # --- labels and bytes -----------------------------------------------------------------------
 
 
-def test_crowded_attempt_labels_share_one_and_the_last_always_gets_one() -> None:
-    assert labelled_attempts([], 1.0) == []
-    assert labelled_attempts([0.0], 1.0) == [0]
-    # 0.01 and 0.02 crowd #1; 0.97 is too close to the last, which takes its place.
-    assert labelled_attempts([0.0, 0.01, 0.02, 0.5, 0.97, 1.0], 1.0) == [0, 3, 5]
+def test_crowded_attempts_share_one_label_and_every_attempt_is_named() -> None:
+    assert attempt_groups([], 1.0) == []
+    assert attempt_groups([0.0], 1.0) == [(0, 0)]
+    # 0.01 and 0.02 crowd #1 (one label, #1–#3); 0.97 and the last share #5–#6.
+    assert attempt_groups([0.0, 0.01, 0.02, 0.5, 0.97, 1.0], 1.0) == [(0, 2), (3, 3), (4, 5)]
+
+
+def test_a_shared_label_names_its_attempts_over_a_bracket() -> None:
+    fig = draw(Settings(max_attempts=9))  # attempts at 0, 0.2, 0.6, 1.4, 3.0 s crowd t = 0
+    texts = [text for text, _, _ in _label_boxes(fig)]
+    assert texts == ["#1–#5", "#6", "#7", "#8", "#9"]
+    brackets = [line for line in axis(fig, "timeline").lines if line.get_label() == "bracket"]
+    assert len(brackets) == 1
+    xs = [float(x) for x in brackets[0].get_xdata()]
+    assert min(xs) < 0.0 and max(xs) > 3.0  # it reaches past #1 and #5
 
 
 def test_png_bytes_repeat_for_one_figure() -> None:
