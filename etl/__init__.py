@@ -1,6 +1,9 @@
 """`etl`: the small ingestion core the workbook builds on.
 
 Errors that say whether a retry can help, the `Launch` row, and sinks to load rows into.
+Beside them, modules a notebook imports by path and a learner may read: `etl.timeouts`,
+`etl.breaker` and `etl.ratelimit` (notebook 01's clients), `etl.alerts` (notebook 04's alerts
+API and its mailer), `etl.replay` (notebook 06's store), and `etl.server`, the fixture server.
 The seams a learner builds (content ids, the idempotent sink, the retry loop, the source)
 live in the build notebooks, not here.
 """
