@@ -60,6 +60,8 @@ SURFACE = (
     "workbook.explorer.rolling",
     "workbook.explorer.schedule",
     "workbook.explorer.snapshot",
+    "workbook.replay_explorer",
+    "workbook.replay_explorer.explore",
     "workbook.vtime",
     "workbook.vtime.now",
     "workbook.vtime.run",

@@ -1,0 +1,178 @@
+"""The replay explorer: crash notebook 06's pipeline anywhere, replay it, and see what is left.
+
+Three layers, each tested alone: the *model* (`workbook.teaching.replay_model`: the designs,
+step by step, on notebook 06's own store, disturbed and replayed), the *picture*
+(`workbook.teaching.replay_figure`) and the *panel* here: `explore()` puts a design, a
+disturbance and, for a crash, the step it follows under controls a keyboard can work, and
+redraws on every change. Above the picture, the verdict (CSS class ``replay-verdict``); under
+it, the line a screen reader would read (class ``replay-alt``), also the image's ``alt``: both
+are rebuilt with the picture from one run of the model.
+
+The design and the disturbance are radio buttons (Tab, then Space), the crash step a labelled
+number box tied to a slider (arrow keys step either): in JupyterLab's command mode the notebook
+takes the arrow keys from a dropdown. Nothing here writes or checks a build 07 answer: its
+functions take a design's name and return pictures and outcomes.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from typing import Any, cast
+
+import ipywidgets as widgets
+from matplotlib.figure import Figure
+
+from workbook import palette
+from workbook.teaching.backoff_figure import png
+from workbook.teaching.replay_figure import describe, draw
+from workbook.teaching.replay_model import BY_NAME, DESIGNS, DISTURBANCES, Disturbance, Outcome, run
+
+__all__ = ["ALT_PREFIX", "ReplayExplorer", "describe", "draw", "explore", "run"]
+
+#: How the line under a figure begins, as under every figure of the notebooks.
+ALT_PREFIX = "Figure: "
+PANEL_DPI = 90
+
+_LABEL_WIDTH = {"description_width": "90px"}
+_FOCUS_STYLE = (
+    "<style>"
+    ".replay-explorer :is(input, button, select, .noUi-handle):focus-visible"
+    f" {{outline: 3px solid {palette.BLUE} !important; outline-offset: 2px;}}"
+    " .replay-explorer .widget-box {overflow: visible;}"
+    "</style>"
+)
+
+
+class ReplayExplorer(widgets.VBox):  # type: ignore[misc]
+    """The panel. `controls` maps ``design``, ``disturbance`` and ``crash_after`` to the
+    labelled widget that sets each (`slider` moves ``crash_after`` too); every change runs the
+    model once and replaces the verdict, the image and the line under it."""
+
+    def __init__(
+        self, design: str = "naive", disturbance: Disturbance = "crash", crash_after: int = 2
+    ) -> None:
+        steps = len(BY_NAME[design].steps)
+        self.controls: dict[str, widgets.Widget] = {
+            "design": widgets.RadioButtons(
+                options=[(d.title, d.name) for d in DESIGNS],
+                value=design,
+                description="design",
+                style=_LABEL_WIDTH,
+                layout=widgets.Layout(width="470px"),
+            ),
+            "disturbance": widgets.RadioButtons(
+                options=[(label, name) for name, label in DISTURBANCES.items()],
+                value=disturbance,
+                description="disturbance",
+                style=_LABEL_WIDTH,
+                layout=widgets.Layout(width="360px"),
+            ),
+            "crash_after": widgets.BoundedIntText(
+                value=crash_after,
+                min=1,
+                max=steps,
+                description="crash after step",
+                style={"description_width": "120px"},
+                layout=widgets.Layout(width="190px"),
+            ),
+        }
+        self.slider = widgets.IntSlider(
+            value=crash_after, min=1, max=steps, readout=False, layout=widgets.Layout(width="300px")
+        )
+        widgets.link((self.controls["crash_after"], "value"), (self.slider, "value"))
+        self.verdict = widgets.HTML().add_class("replay-verdict")
+        self.image = widgets.HTML().add_class("replay-figure")
+        self.alt = widgets.HTML().add_class("replay-alt")
+        self.outcome: Outcome = run(design, disturbance, crash_after)
+        self.figure: Figure = Figure()
+        self.picture = b""
+        style = widgets.HTML(_FOCUS_STYLE, layout=widgets.Layout(display="none"))
+        c = self.controls
+        super().__init__(
+            [
+                style,
+                widgets.HBox([c["design"], c["disturbance"]]),
+                widgets.HBox([c["crash_after"], self.slider]).add_class("replay-crash"),
+                self.verdict,
+                self.image,
+                self.alt,
+            ]
+        )
+        self.add_class("replay-explorer")
+        self._batching = False
+        for control in c.values():
+            control.observe(self._changed, names="value")
+        self.refresh()
+
+    @property
+    def focus_order(self) -> list[widgets.Widget]:
+        """Every control in the order Tab reaches it."""
+        c = self.controls
+        return [c["design"], c["disturbance"], c["crash_after"], self.slider]
+
+    @property
+    def alt_text(self) -> str:
+        return ALT_PREFIX + describe(self.outcome)
+
+    def _changed(self, _change: dict[str, Any]) -> None:
+        if not self._batching:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Run the chosen combination and redraw everything from its one outcome."""
+        c = self.controls
+        design = str(c["design"].value)
+        disturbance = cast(Disturbance, c["disturbance"].value)
+        steps = len(BY_NAME[design].steps)
+        self._batching = True
+        try:  # a design with fewer steps pulls the crash step within its range
+            for control in (c["crash_after"], self.slider):
+                control.max = steps
+                control.disabled = disturbance != "crash"
+        finally:
+            self._batching = False
+        self.outcome = run(design, disturbance, int(c["crash_after"].value))
+        self.figure = draw(self.outcome)
+        self.picture = png(self.figure, dpi=PANEL_DPI)
+        line = describe(self.outcome)
+        width, height = (round(x * PANEL_DPI) for x in self.figure.get_size_inches())
+        encoded = base64.b64encode(self.picture).decode("ascii")
+        self.image.value = (
+            f'<img src="data:image/png;base64,{encoded}" alt="{html.escape(line)}" '
+            f'width="{width}" height="{height}" style="max-width: 100%; height: auto">'
+        )
+        self.alt.value = html.escape(ALT_PREFIX + line)
+        mark = "✓" if self.outcome.converged else "✗"
+        self.verdict.value = f"<b>{mark} {html.escape(self.outcome.verdict)}</b>"
+
+    def set(self, **changes: Any) -> None:
+        """Move several controls at once, then redraw once."""
+        unknown = set(changes) - set(self.controls)
+        if unknown:
+            raise TypeError(f"no such control: {', '.join(sorted(unknown))}")
+        self._batching = True
+        try:
+            if "design" in changes:
+                steps = len(BY_NAME[changes["design"]].steps)
+                self.controls["crash_after"].max = self.slider.max = steps
+            for name, value in changes.items():
+                self.controls[name].value = value
+        finally:
+            self._batching = False
+        self.refresh()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        # Without a live kernel (GitHub, nbviewer), the stored PNG and the verdict stand in.
+        data: dict[str, Any] = dict(super()._repr_mimebundle_(**kwargs) or {})
+        data["text/plain"] = f"replay explorer: {self.outcome.verdict}"
+        data["image/png"] = base64.b64encode(png(self.figure)).decode("ascii")
+        return data
+
+
+def explore(
+    design: str = "naive", disturbance: Disturbance = "crash", crash_after: int = 2
+) -> ReplayExplorer:
+    """The panel, opening on notebook 06's first demo: the naive loop, dying two items into
+    page 3."""
+    return ReplayExplorer(design, disturbance, crash_after)
