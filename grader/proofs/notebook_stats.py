@@ -189,8 +189,9 @@ def _at_revision(revision: str, path: Path) -> dict[str, Any]:
 
 HEADER = (
     "| notebook | prose words (main path) | code lines (main path) | figures "
-    '| "your turn" cells | longest code cell | longest silent stretch | run time |\n'
-    "|---|---|---|---|---|---|---|---|"
+    '| "your turn" cells | longest code cell | longest silent stretch | figures undescribed '
+    "| run time |\n"
+    "|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -198,7 +199,8 @@ def _row(name: str, s: Stats) -> str:
     ran = "-" if s.seconds is None else f"{s.seconds:.1f} s"
     return (
         f"| {name} | {s.words:,} | {s.code_lines} ({s.code_lines_total} in all) | {s.figures} "
-        f"| {s.your_turn} | {s.longest_code_cell} | {s.longest_silent} | {ran} |"
+        f"| {s.your_turn} | {s.longest_code_cell} | {s.longest_silent} | {s.undescribed} "
+        f"| {ran} |"
     )
 
 
