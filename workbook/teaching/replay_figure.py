@@ -67,8 +67,17 @@ def _grid(ax: Axes, states: list[tuple[str, str]], title: str) -> None:
                 linewidth=1.0,
             )
         )
+        # A label over a hatch sits on a white patch of its own, so it reads at any size.
+        ground = {"boxstyle": "round,pad=0.2", "facecolor": palette.WHITE, "edgecolor": "none"}
         ax.text(
-            page + 0.5, size - row - 0.5, label, ha="center", va="center", color=ink, fontsize=8
+            page + 0.5,
+            size - row - 0.5,
+            label,
+            ha="center",
+            va="center",
+            color=ink,
+            fontsize=8,
+            bbox=ground if hatch else None,
         )
     pages = len(states) // size
     ax.set_xlim(0, pages)
@@ -100,7 +109,9 @@ def _steps(ax: Axes, outcome: Outcome) -> None:
     if outcome.crash_after is not None:
         at = outcome.crash_after
         ax.axvline(at, color=palette.VERMILLION, linestyle="--", linewidth=2)
-        ax.text(at, 1.02, "✕ crash", color=palette.VERMILLION, ha="center", va="bottom", fontsize=8)
+        ax.text(
+            at + 0.05, 1.0, "✕ crash", color=palette.VERMILLION, ha="left", va="bottom", fontsize=8
+        )
         where = f"page {CRASH_PAGE}'s steps: the process dies after step {at}"
     else:
         where = f"each page's steps; the disturbance: {DISTURBANCES[outcome.disturbance]}"
