@@ -78,7 +78,12 @@ class ReplayExplorer(widgets.VBox):  # type: ignore[misc]
             ),
         }
         self.slider = widgets.IntSlider(
-            value=crash_after, min=1, max=steps, readout=False, layout=widgets.Layout(width="300px")
+            value=crash_after,
+            min=1,
+            max=steps,
+            readout=False,
+            continuous_update=False,  # one redraw per move, not one per step passed
+            layout=widgets.Layout(width="300px"),
         )
         widgets.link((self.controls["crash_after"], "value"), (self.slider, "value"))
         self.verdict = widgets.HTML().add_class("replay-verdict")
@@ -93,9 +98,11 @@ class ReplayExplorer(widgets.VBox):  # type: ignore[misc]
             [
                 style,
                 widgets.HBox([c["design"], c["disturbance"]]),
-                widgets.HBox([c["crash_after"], self.slider]).add_class("replay-crash"),
                 self.verdict,
                 self.image,
+                # Under the figure, whose bottom row is the page's steps: the slider moves
+                # the crash along them.
+                widgets.HBox([c["crash_after"], self.slider]).add_class("replay-crash"),
                 self.alt,
             ]
         )
@@ -132,6 +139,8 @@ class ReplayExplorer(widgets.VBox):  # type: ignore[misc]
                 control.disabled = disturbance != "crash"
         finally:
             self._batching = False
+        # A disabled slider's handle stays a Tab stop with nothing to do: hide it instead.
+        self.slider.layout.visibility = "visible" if disturbance == "crash" else "hidden"
         self.outcome = run(design, disturbance, int(c["crash_after"].value))
         self.figure = draw(self.outcome)
         self.picture = png(self.figure, dpi=PANEL_DPI)

@@ -1,10 +1,11 @@
 """The replay explorer's picture: one combination's `Outcome`, drawn, and said in words.
 
-Top, the steps of the page the disturbance hits, in a row, with the crash marked after its step
-(or the disturbance named). Below, side by side: the store after the disturbance and a replay,
-one clean run's, and the difference. A store is a grid of the feed's 20 launches, a column per
-page; each launch is told by fill, hatch *and* its label: ``1`` stored once, ``×2`` doubled,
-``lost``, ``old`` (a stale revision). Drawing the same outcome twice gives the same picture.
+Side by side: the store after the disturbance and a replay, one clean run's, and the
+difference. Under them, the steps of the page the disturbance hits, in a row, with the crash
+marked after its step (or the disturbance named), right above the panel's crash-step slider. A
+store is a grid of the feed's 20 launches, a column per page; each launch is told by fill,
+hatch *and* its label: ``1`` stored once, ``×2`` doubled, ``lost``, ``old`` (a stale
+revision). Drawing the same outcome twice gives the same picture.
 """
 
 from __future__ import annotations
@@ -105,7 +106,14 @@ def _steps(ax: Axes, outcome: Outcome) -> None:
                 edgecolor=palette.DARK_GREY,
             )
         )
-        ax.text(index + 0.5, 0.5, label.replace(" ", "\n", 1), ha="center", va="center", fontsize=7)
+        ax.text(
+            index + 0.5,
+            0.5,
+            label.replace(" ", "\n", 1) if " " in label else label.replace("-and-", "-and-\n"),
+            ha="center",
+            va="center",
+            fontsize=7,
+        )
     if outcome.crash_after is not None:
         at = outcome.crash_after
         ax.axvline(at, color=palette.VERMILLION, linestyle="--", linewidth=2)
@@ -128,6 +136,7 @@ def _difference(ax: Axes, outcome: Outcome) -> None:
         ("rows stale", outcome.stale, "//", palette.ORANGE),
         ("calls made twice", outcome.calls_repeated, "..", palette.REDDISH_PURPLE),
         ("calls never made", outcome.calls_lost, "\\\\", palette.GREY),
+        ("calls recognised", outcome.recognised, "", palette.BLUISH_GREEN),
     ]
     for y, (_label, count, hatch, colour) in enumerate(reversed(rows)):
         ax.barh(y, count, color=palette.tint(colour, 0.35), hatch=hatch, edgecolor=colour)
@@ -139,14 +148,15 @@ def _difference(ax: Axes, outcome: Outcome) -> None:
 
 
 def draw(outcome: Outcome) -> Figure:
-    """The steps above; the disturbed store, a clean run's and the difference below."""
+    """The disturbed store, a clean run's and the difference; the page's steps under them."""
     # Fixed positions, not a layout engine: the panel redraws on every change, and a layout
     # engine would be most of its time.
+    # The steps go at the bottom, right above the panel's crash-step slider.
     fig = Figure(figsize=(10, 4.4))
-    _steps(fig.add_axes((0.01, 0.72, 0.98, 0.2)), outcome)
-    after = fig.add_axes((0.02, 0.06, 0.28, 0.52))
-    clean = fig.add_axes((0.33, 0.06, 0.28, 0.52))
-    difference = fig.add_axes((0.77, 0.1, 0.2, 0.48))
+    after = fig.add_axes((0.02, 0.4, 0.28, 0.52))
+    clean = fig.add_axes((0.33, 0.4, 0.28, 0.52))
+    difference = fig.add_axes((0.77, 0.44, 0.2, 0.48))
+    _steps(fig.add_axes((0.01, 0.02, 0.98, 0.2)), outcome)
     _grid(after, launch_states(outcome), "after the disturbance and a replay")
     once = [("once", "1")] * len(replay.LAUNCHES)
     _grid(clean, once, "one clean run")
@@ -167,9 +177,12 @@ def describe(outcome: Outcome) -> str:
         f" {outcome.stale} stale; indexer calls made twice {outcome.calls_repeated}, never made"
         f" {outcome.calls_lost}"
     )
+    if outcome.recognised:
+        counts += f", recognised by their job ids {outcome.recognised}"
     return (
         f"{design.title}, {what}, then a replay: left, the store's 20 launches by page, {counts};"
-        " middle, one clean run, every launch stored once; right, those counts as bars."
+        " middle, one clean run, every launch stored once; right, those counts as bars; under"
+        " them, the page's steps in a row."
     )
 
 
