@@ -4,7 +4,8 @@ A timeout is a bet on how long a healthy answer can take. Marc Brooker's rule ("
 retries, and backoff with jitter", Amazon Builders' Library) makes the bet explicit: pick the
 share of healthy calls you accept to cut off by mistake (say 0.1%), then set the timeout at the
 matching percentile of the dependency's measured latency (p99.9). `percentile` reads that off
-a sample; `timeout_for` does both steps.
+a sample; `timeout_for` does both steps. A sample must be large enough to hold the tail it is
+asked about: under 1,000 answers, a nearest-rank p99.9 is simply the slowest one.
 
 Both are pure: the same sample gives the same answer, in any order.
 """
