@@ -37,7 +37,6 @@ from typing import Any, cast
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from workbook import palette
 from workbook.teaching.backoff_figure import Snapshot, draw, png, snapshot
 from workbook.teaching.backoff_schedule import (
     CROWD_WINDOW,
@@ -57,6 +56,7 @@ from workbook.teaching.backoff_schedule import (
     seconds_text,
     summary,
 )
+from workbook.teaching.panel import RedrawingPanel, focus_style, picture
 
 __all__ = [
     "ALT_PREFIX",
@@ -110,18 +110,8 @@ _SCALES: dict[str, tuple[type, float, float, float, str]] = {
 
 _LABEL_WIDTH = {"description_width": "105px"}
 
-#: Keyboard focus drawn thick and in the palette's blue (5:1 against white), where ipywidgets
-#: draws a pale border on a box (its outline removed with !important) and recolours a slider's
-#: handle. Inside the explorer only, and only for keyboard focus.
-_FOCUS_STYLE = (
-    "<style>"
-    ".backoff-explorer :is(input, button, select, .noUi-handle):focus-visible"
-    f" {{outline: 3px solid {palette.BLUE} !important; outline-offset: 2px;}}"
-    # ipywidgets' boxes scroll (overflow: auto), which would clip the ring at their edges.
-    " .backoff-explorer .widget-box {overflow: visible;}"
-    " .backoff-explorer .backoff-alt .widget-html-content {line-height: 1.4;}"
-    "</style>"
-)
+#: Inside the explorer, the line under the picture gets room to breathe.
+_ALT_STYLE = " .backoff-explorer .backoff-alt .widget-html-content {line-height: 1.4;}"
 
 
 def _attempts_text(numbers: Sequence[int]) -> str:
@@ -235,7 +225,7 @@ def _scale(name: str, value: float) -> tuple[widgets.Widget, widgets.Widget]:
     return box, slider
 
 
-class BackoffExplorer(widgets.VBox):  # type: ignore[misc]
+class BackoffExplorer(RedrawingPanel):
     """The control panel. Every change redraws `figure` and replaces the one image in place,
     the summary above it and the line under it.
 
@@ -319,7 +309,7 @@ class BackoffExplorer(widgets.VBox):  # type: ignore[misc]
             [c["jitter"], self.formula], layout=widgets.Layout(align_items="flex-end")
         )
         # Hidden: it carries only the focus style, which applies wherever it is in the page.
-        style = widgets.HTML(_FOCUS_STYLE, layout=widgets.Layout(display="none"))
+        style = focus_style("backoff-explorer", _ALT_STYLE)
         super().__init__(
             [
                 style,
@@ -329,12 +319,10 @@ class BackoffExplorer(widgets.VBox):  # type: ignore[misc]
                 self.summary,
                 self.image,
                 self.alt,
-            ]
+            ],
+            "backoff-explorer",
         )
-        self.add_class("backoff-explorer")
-        self._batching = False
-        for control in c.values():
-            control.observe(self._changed, names="value")
+        self.watch(c.values())
         self.refresh()
 
     @property
@@ -370,10 +358,6 @@ class BackoffExplorer(widgets.VBox):  # type: ignore[misc]
         """The line under the picture, as a screen reader reads it."""
         return ALT_PREFIX + describe(self.settings)
 
-    def _changed(self, _change: dict[str, Any]) -> None:
-        if not self._batching:
-            self.refresh()
-
     def refresh(self) -> None:
         """Redraw for the current settings, replacing the image, its alt, the summary, the
         line under the image and the formula, all from one reading of the controls."""
@@ -383,14 +367,8 @@ class BackoffExplorer(widgets.VBox):  # type: ignore[misc]
         self.controls["retry_after_on"].disabled = not enabled
         # The summary line above says it all once; the picture carries no copy of it.
         self.figure = draw(settings, title=False)
-        self.picture = png(self.figure, dpi=PANEL_DPI)
         line = describe(settings)
-        width, height = (round(x * PANEL_DPI) for x in self.figure.get_size_inches())
-        encoded = base64.b64encode(self.picture).decode("ascii")
-        self.image.value = (
-            f'<img src="data:image/png;base64,{encoded}" alt="{html.escape(line)}" '
-            f'width="{width}" height="{height}" style="max-width: 100%; height: auto">'
-        )
+        self.picture, self.image.value = picture(self.figure, line, PANEL_DPI)
         self.alt.value = html.escape(ALT_PREFIX + line)
         self.summary.value = f"<b>{html.escape(summary(settings))}</b>"
         self.formula.value = html.escape(FORMULAS[settings.jitter])
@@ -403,17 +381,13 @@ class BackoffExplorer(widgets.VBox):  # type: ignore[misc]
         unknown = set(changes) - set(self.controls)
         if unknown:
             raise TypeError(f"no such control: {', '.join(sorted(unknown))}")
-        self._batching = True
-        try:
+        with self.batch():
             for name, value in changes.items():
                 if name == "retry_after":
                     self.controls["retry_after_enabled"].value = value is not None
                     if value is None:
                         continue
                 self.controls[name].value = value
-        finally:
-            self._batching = False
-        self.refresh()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         # JupyterLab prefers the live widget view; renderers without widgets (GitHub,
