@@ -23,8 +23,8 @@ from typing import Any, cast
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from workbook import palette
 from workbook.teaching.backoff_figure import png
+from workbook.teaching.panel import RedrawingPanel, focus_style, picture
 from workbook.teaching.replay_figure import describe, draw
 from workbook.teaching.replay_model import BY_NAME, DESIGNS, DISTURBANCES, Disturbance, Outcome, run
 
@@ -35,16 +35,9 @@ ALT_PREFIX = "Figure: "
 PANEL_DPI = 90
 
 _LABEL_WIDTH = {"description_width": "90px"}
-_FOCUS_STYLE = (
-    "<style>"
-    ".replay-explorer :is(input, button, select, .noUi-handle):focus-visible"
-    f" {{outline: 3px solid {palette.BLUE} !important; outline-offset: 2px;}}"
-    " .replay-explorer .widget-box {overflow: visible;}"
-    "</style>"
-)
 
 
-class ReplayExplorer(widgets.VBox):  # type: ignore[misc]
+class ReplayExplorer(RedrawingPanel):
     """The panel. `controls` maps ``design``, ``disturbance`` and ``crash_after`` to the
     labelled widget that sets each (`slider` moves ``crash_after`` too); every change runs the
     model once and replaces the verdict, the image and the line under it."""
@@ -89,10 +82,10 @@ class ReplayExplorer(widgets.VBox):  # type: ignore[misc]
         self.verdict = widgets.HTML().add_class("replay-verdict")
         self.image = widgets.HTML().add_class("replay-figure")
         self.alt = widgets.HTML().add_class("replay-alt")
-        self.outcome: Outcome = run(design, disturbance, crash_after)
+        self.outcome: Outcome  # set by every refresh, the first one below
         self.figure: Figure = Figure()
         self.picture = b""
-        style = widgets.HTML(_FOCUS_STYLE, layout=widgets.Layout(display="none"))
+        style = focus_style("replay-explorer")
         c = self.controls
         super().__init__(
             [
@@ -104,12 +97,10 @@ class ReplayExplorer(widgets.VBox):  # type: ignore[misc]
                 # the crash along them.
                 widgets.HBox([c["crash_after"], self.slider]).add_class("replay-crash"),
                 self.alt,
-            ]
+            ],
+            "replay-explorer",
         )
-        self.add_class("replay-explorer")
-        self._batching = False
-        for control in c.values():
-            control.observe(self._changed, names="value")
+        self.watch(c.values())
         self.refresh()
 
     @property
@@ -122,35 +113,23 @@ class ReplayExplorer(widgets.VBox):  # type: ignore[misc]
     def alt_text(self) -> str:
         return ALT_PREFIX + describe(self.outcome)
 
-    def _changed(self, _change: dict[str, Any]) -> None:
-        if not self._batching:
-            self.refresh()
-
     def refresh(self) -> None:
         """Run the chosen combination and redraw everything from its one outcome."""
         c = self.controls
         design = str(c["design"].value)
         disturbance = cast(Disturbance, c["disturbance"].value)
         steps = len(BY_NAME[design].steps)
-        self._batching = True
-        try:  # a design with fewer steps pulls the crash step within its range
+        # A design with fewer steps pulls the crash step within its range, without a redraw.
+        with self.batch(redraw=False):
             for control in (c["crash_after"], self.slider):
                 control.max = steps
                 control.disabled = disturbance != "crash"
-        finally:
-            self._batching = False
         # A disabled slider's handle stays a Tab stop with nothing to do: hide it instead.
         self.slider.layout.visibility = "visible" if disturbance == "crash" else "hidden"
         self.outcome = run(design, disturbance, int(c["crash_after"].value))
         self.figure = draw(self.outcome)
-        self.picture = png(self.figure, dpi=PANEL_DPI)
         line = describe(self.outcome)
-        width, height = (round(x * PANEL_DPI) for x in self.figure.get_size_inches())
-        encoded = base64.b64encode(self.picture).decode("ascii")
-        self.image.value = (
-            f'<img src="data:image/png;base64,{encoded}" alt="{html.escape(line)}" '
-            f'width="{width}" height="{height}" style="max-width: 100%; height: auto">'
-        )
+        self.picture, self.image.value = picture(self.figure, line, PANEL_DPI)
         self.alt.value = html.escape(ALT_PREFIX + line)
         mark = "✓" if self.outcome.converged else "✗"
         self.verdict.value = f"<b>{mark} {html.escape(self.outcome.verdict)}</b>"
@@ -160,16 +139,12 @@ class ReplayExplorer(widgets.VBox):  # type: ignore[misc]
         unknown = set(changes) - set(self.controls)
         if unknown:
             raise TypeError(f"no such control: {', '.join(sorted(unknown))}")
-        self._batching = True
-        try:
+        with self.batch():
             if "design" in changes:
                 steps = len(BY_NAME[changes["design"]].steps)
                 self.controls["crash_after"].max = self.slider.max = steps
             for name, value in changes.items():
                 self.controls[name].value = value
-        finally:
-            self._batching = False
-        self.refresh()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         # Without a live kernel (GitHub, nbviewer), the stored PNG and the verdict stand in.

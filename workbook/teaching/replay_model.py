@@ -34,6 +34,7 @@ from typing import Literal
 from etl import replay
 from etl.replay import (
     INSERT_PLAIN,
+    NEWER_WINS,
     OUTBOX,
     ROWS,
     ROWS_NO_KEY,
@@ -85,6 +86,8 @@ class Design:
     title: str
     table: str
     steps: tuple[tuple[Kind, int], ...]
+    upsert: str = UPSERT
+    """The statement of an ``upsert`` step: sections 7 and 11 let only a newer revision in."""
 
     def step_labels(self) -> list[str]:
         return [_LABELS[kind].format(n=index + 1) for kind, index in self.steps]
@@ -139,6 +142,7 @@ DESIGNS: tuple[Design, ...] = (
         "§7 the same, plus compare-and-set",
         ROWS,
         (("begin", 0), *_items("upsert"), *_CALL, ("cas", 0), ("commit", 0)),
+        NEWER_WINS,
     ),
     Design(
         "outbox",
@@ -153,6 +157,7 @@ DESIGNS: tuple[Design, ...] = (
             ("send", 0),
             ("mark", 0),
         ),
+        NEWER_WINS,
     ),
 )
 BY_NAME = {design.name: design for design in DESIGNS}
@@ -211,14 +216,15 @@ def _step(
     loaded: str | None,
     page: tuple[list[Item], str],
     indexer: Indexer,
+    upsert: str,
 ) -> None:
-    """One step of a page, with notebook 06's statement for it."""
+    """One step of a page, with notebook 06's statement for it (`upsert`: the design's)."""
     items, next_position = page
     jobs = [job_id_of(item) for item in items]
     if kind in ("begin", "commit"):
         conn.execute("BEGIN IMMEDIATE" if kind == "begin" else "COMMIT")
     elif kind in ("insert", "upsert"):
-        conn.execute(INSERT_PLAIN if kind == "insert" else UPSERT, replay.params(items[index]))
+        conn.execute(INSERT_PLAIN if kind == "insert" else upsert, replay.params(items[index]))
     elif kind == "call":
         for item in items:
             indexer.index(item["id"])
@@ -248,7 +254,7 @@ def write_page(
     and is raised."""
     try:
         for number, (kind, index) in enumerate(design.steps, start=1):
-            _step(conn, kind, index, loaded, page, indexer)
+            _step(conn, kind, index, loaded, page, indexer, design.upsert)
             if number == crash_after:
                 raise Crash(f"died after step {number}")
     except (sqlite3.IntegrityError, LostRace):
@@ -487,7 +493,7 @@ def sql_of(design: Design) -> dict[str, str]:
     """The statements a design runs, by step kind (what the explorer can show beside it)."""
     statements: dict[Kind, str] = {
         "insert": INSERT_PLAIN,
-        "upsert": UPSERT,
+        "upsert": design.upsert,
         "save": SAVE_POSITION,
         "cas": COMPARE_AND_SET,
         "outbox": RECORD_JOB,
