@@ -33,6 +33,7 @@ from tests.unit.workbook.teaching.test_backoff_figure import (
 )
 from workbook import explorer, palette
 from workbook.explorer import BackoffExplorer
+from workbook.teaching import panel as panel_module
 
 
 def cap_line(fig: Figure) -> float:
@@ -83,7 +84,8 @@ def fast_png(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """These tests read the figure's data, not its pixels: skip the Agg rendering (most of
     the time of a redraw) except in tests that ask for the ``real_png`` fixture."""
     if "real_png" not in request.fixturenames:
-        monkeypatch.setattr(explorer, "png", lambda fig, dpi=80: repr(id(fig)).encode())
+        # The panel renders through workbook.teaching.panel.picture.
+        monkeypatch.setattr(panel_module, "png", lambda fig, dpi=80: repr(id(fig)).encode())
 
 
 @pytest.fixture
@@ -381,6 +383,7 @@ ALT_CASES = [
 ]
 
 
+@pytest.mark.slow  # eight figures read back: 4 s (make check runs it)
 @pytest.mark.parametrize("settings", ALT_CASES, ids=lambda s: explorer.summary(s)[:40])
 def test_the_line_holds_the_figures_own_numbers(settings: explorer.Settings) -> None:
     fig = explorer.draw(settings, title=False)

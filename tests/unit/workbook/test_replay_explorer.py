@@ -30,6 +30,7 @@ from workbook.replay_explorer import ALT_PREFIX, ReplayExplorer, explore
 from workbook.selfcheck import checks_for
 from workbook.shared.export import cell_tags, read_notebook
 from workbook.shared.manifest import repo_root
+from workbook.teaching import panel as panel_module
 from workbook.teaching import replay_figure, replay_model
 from workbook.teaching.replay_figure import describe
 from workbook.teaching.replay_model import Outcome, run
@@ -63,7 +64,8 @@ def fast_png(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     half of a redraw) but in tests that ask for ``real_png``. The stand-in still differs from
     one figure to the next."""
     if "real_png" not in request.fixturenames:
-        monkeypatch.setattr(replay_explorer, "png", lambda fig, dpi=80: repr(id(fig)).encode())
+        # The panel renders through workbook.teaching.panel.picture.
+        monkeypatch.setattr(panel_module, "png", lambda fig, dpi=80: repr(id(fig)).encode())
 
 
 @pytest.fixture
@@ -93,6 +95,7 @@ def test_the_panel_opens_on_section_1s_crash(panel: ReplayExplorer, real_png: No
     assert panel.picture.startswith(b"\x89PNG") and image_bytes(panel) == panel.picture
 
 
+@pytest.mark.slow  # reads notebook 06 and draws a real PNG
 def test_the_notebook_stores_the_opening_verdict(real_png: None) -> None:
     notebook = read_notebook(ROOT / "notebooks" / "06_replay_safe_ingestion.ipynb")
     (cell,) = [c for c in notebook["cells"] if "explorer" in cell_tags(c)]
@@ -317,6 +320,7 @@ def test_the_solution_passes_every_visible_check(solution: types.ModuleType) -> 
     assert failing == []
 
 
+@pytest.mark.slow  # 74 names through build 07's visible checks: 3 s (make check runs it)
 @pytest.mark.parametrize("answer", list(ANSWERS))
 def test_no_explorer_name_can_stand_in_for_a_build_07_answer(
     solution: types.ModuleType, answer: str

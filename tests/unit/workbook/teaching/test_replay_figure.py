@@ -66,6 +66,7 @@ def difference(fig: Figure) -> dict[str, float]:
 # ── launch_states ──────────────────────────────────────────────────────────────────────
 
 
+@pytest.mark.slow  # the whole grid (make check runs it)
 @pytest.mark.parametrize(("design", "disturbance", "step"), list(GRID), ids=map(grid_id, GRID))
 def test_the_launch_states_add_up_to_the_outcome(
     design: str, disturbance: str, step: int | None
@@ -120,6 +121,7 @@ def test_the_line_under_the_figure_reads_the_whole_picture() -> None:
     )
 
 
+@pytest.mark.slow  # the whole grid (make check runs it)
 @pytest.mark.parametrize(("design", "disturbance", "step"), list(GRID), ids=map(grid_id, GRID))
 def test_the_line_states_the_outcomes_numbers(
     design: str, disturbance: str, step: int | None
@@ -184,6 +186,7 @@ def test_a_crash_is_marked_after_its_step_and_other_disturbances_are_named() -> 
     assert "✕ crash" not in [t.get_text() for t in stale.texts]
 
 
+@pytest.mark.slow  # two real PNGs: 1 s
 def test_drawing_the_same_outcome_twice_gives_the_same_png() -> None:
     outcome: Outcome = outcome_of("naive", "crash", 2)
     first, again = png(draw(outcome)), png(draw(outcome))
