@@ -103,6 +103,7 @@ def test_notebook_06_has_its_own_word_bar() -> None:
     assert problems("04_y", Stats(**{**BARS_MET.__dict__, "words": 3_001})) == []
 
 
+@pytest.mark.slow  # hashes every tracked file for the parts' keys
 def test_the_nbval_part_of_make_check_loads_the_plugin() -> None:
     (part,) = [p for p in instructor_parts(cores=2) if p.name.startswith("concept notebooks")]
     assert "grader.proofs.notebook_stats" in part.commands[0]
@@ -131,6 +132,7 @@ def test_as_a_plugin_it_fails_a_passing_run_over_a_bar(tmp_path: Path) -> None:
     assert "09_over: 26 lines of code before an output, over 25" in ran.stdout
 
 
+@pytest.mark.slow  # a process each
 @pytest.mark.parametrize("argv", [["--check"], []])
 def test_the_command_reads_the_stored_notebooks(argv: list[str]) -> None:
     ran = subprocess.run(
